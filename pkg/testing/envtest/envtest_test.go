@@ -1,0 +1,104 @@
+package envtest_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+var env *envtest.Environment
+
+func TestMain(m *testing.M) {
+	// Goroutines that exist before the environment starts are not the environment's.
+	before := goleak.IgnoreCurrent()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(testapi.AddToScheme(scheme))
+	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	if code == 0 {
+		// The API server is gone: nothing the environment started may still be running.
+		if err := goleak.Find(before); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func TestEnvironment_CELRuleRejectsWithItsMessage(t *testing.T) {
+	ns := env.Namespace(t)
+	w := &testapi.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
+		Spec:       testapi.WidgetSpec{MinReplicas: 5, MaxReplicas: 1},
+	}
+	err := env.Client.Create(context.Background(), w)
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("create widget with minReplicas > maxReplicas: want Invalid, got %v", err)
+	}
+	if want := "minReplicas must not be greater than maxReplicas"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not carry the CEL rule's message %q", err, want)
+	}
+}
+
+func TestEnvironment_SchemaDefaultsApplied(t *testing.T) {
+	ns := env.Namespace(t)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget",
+		"metadata": map[string]any{"namespace": ns, "name": "defaults"},
+		"spec":     map[string]any{},
+	}}
+	if err := env.Client.Create(context.Background(), u); err != nil {
+		t.Fatalf("create widget: %v", err)
+	}
+	got := &testapi.Widget{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(u), got); err != nil {
+		t.Fatalf("get widget: %v", err)
+	}
+	if got.Spec.MaxReplicas != 10 {
+		t.Fatalf("spec.maxReplicas = %d, want the schema default 10", got.Spec.MaxReplicas)
+	}
+}
+
+func TestEnvironment_ServerSideApplyRecordsManagedFields(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": ns, "name": "applied"},
+		"data":     map[string]any{"key": "value"},
+	}}
+	if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kdag-test")); err != nil {
+		t.Fatalf("apply configmap: %v", err)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetAPIVersion("v1")
+	live.SetKind("ConfigMap")
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), live); err != nil {
+		t.Fatalf("get configmap: %v", err)
+	}
+	var found bool
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == "kdag-test" && mf.Operation == metav1.ManagedFieldsOperationApply {
+			found = true
+			if !strings.Contains(mf.FieldsV1.GetRawString(), `"f:key"`) {
+				t.Errorf("managed fields of kdag-test %s do not list f:data/f:key", mf.FieldsV1.GetRawString())
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no Apply entry for field manager kdag-test in %+v", live.GetManagedFields())
+	}
+}
