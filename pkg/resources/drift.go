@@ -1,0 +1,253 @@
+package resources
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// Drift returns the fields of desired that someone else changed on live, as sorted, readable
+// paths such as ".spec.replicas" or ".spec.template.spec.containers[name=web].image". An empty
+// result means no drift: as far as managed fields tell, a write would change nothing kdag owns.
+//
+// A path is reported when all of these hold:
+//   - it is a leaf of the field set of a managedFields entry of live written by another field
+//     manager (Manager != fieldManager) on the main resource (Subresource "", so status writers
+//     are ignored), with operation Apply or Update;
+//   - it resolves in desired, i.e. kdag sets that field. Fields kdag does not set (an annotation
+//     someone added, a field defaulted or owned by another controller) are left alone, so they
+//     never cause a write loop;
+//   - the live value differs from the desired value. Comparison is semantic: numbers compare by
+//     value (int64 3 equals float64 3); a desired string that is a resource quantity equals its
+//     canonical form (desired "0.5" equals live "500m", as the API server stores quantities); a
+//     desired map equals a live map holding at least the desired keys with equal values, so
+//     server defaults inside a field do not count as drift; lists compare element by element.
+//
+// Paths resolve like server-side apply (KEP-555) field sets: a field name selects a map key, a key
+// (k:{"name":"web"}) the list element whose key fields equal it, a value (v:"x") the set element
+// equal to it, an index the list element at that position. A key field the desired element leaves
+// out (for example a port's protocol, which the API server defaults) matches anything, provided
+// only one element matches the fields it does set.
+//
+// Limitations:
+//   - only leaves of the foreign field sets are examined; a foreign manager owning a whole
+//     structure as one leaf (an atomic field such as a Deployment's selector) is compared with the
+//     map rule above, so an extra key added inside it is not reported;
+//   - a foreign Update that removes a field kdag set leaves no foreign entry for it, so Drift
+//     cannot see it; OwnedFieldsFingerprint lets a caller notice that kdag's own field set shrank.
+//
+// It returns an error when live or desired is nil or a foreign entry's field set does not parse.
+func Drift(live, desired *unstructured.Unstructured, fieldManager string) ([]string, error) {
+	if live == nil || desired == nil {
+		return nil, errors.Errorf("detect drift of %s against %s: nil object", describeU(live), describeU(desired))
+	}
+	var drifted []string
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == fieldManager || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		if mf.Operation != metav1.ManagedFieldsOperationApply && mf.Operation != metav1.ManagedFieldsOperationUpdate {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+			return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describeU(live))
+		}
+		set.Leaves().Iterate(func(p fieldpath.Path) {
+			want, ok := resolve(desired.Object, p)
+			if !ok {
+				return
+			}
+			if got, ok := resolve(live.Object, p); ok && equalSemantic(want, got) {
+				return
+			}
+			drifted = append(drifted, pathString(p))
+		})
+	}
+	slices.Sort(drifted)
+	return slices.Compact(drifted), nil
+}
+
+// OwnedFieldsFingerprint returns a hash of the field set that fieldManager's Apply entry holds on
+// the main resource of live, or "" when there is no such entry (or live is nil). A caller
+// remembers it after its own apply; when it later differs, the set of fields kdag owns changed —
+// for example because someone removed a field kdag set, which Drift cannot see — and the caller
+// should apply again. Changes by others to fields kdag does not own leave it unchanged.
+func OwnedFieldsFingerprint(live *unstructured.Unstructured, fieldManager string) string {
+	if live == nil {
+		return ""
+	}
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			mf.Subresource == "" && mf.FieldsV1 != nil {
+			return hashBytes(mf.FieldsV1.GetRawBytes())
+		}
+	}
+	return ""
+}
+
+// resolve returns the value at path p in obj and whether it is there.
+func resolve(obj any, p fieldpath.Path) (any, bool) {
+	cur := obj
+	for _, pe := range p {
+		var ok bool
+		switch {
+		case pe.FieldName != nil:
+			var m map[string]any
+			if m, ok = cur.(map[string]any); ok {
+				cur, ok = m[*pe.FieldName]
+			}
+		case pe.Key != nil:
+			var l []any
+			if l, ok = cur.([]any); ok {
+				cur, ok = findKeyed(l, *pe.Key)
+			}
+		case pe.Value != nil:
+			var l []any
+			if l, ok = cur.([]any); ok {
+				i := slices.IndexFunc(l, func(e any) bool { return value.Equals(value.NewValueInterface(e), *pe.Value) })
+				if ok = i >= 0; ok {
+					cur = l[i]
+				}
+			}
+		case pe.Index != nil:
+			var l []any
+			if l, ok = cur.([]any); ok {
+				if ok = *pe.Index >= 0 && *pe.Index < len(l); ok {
+					cur = l[*pe.Index]
+				}
+			}
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// findKeyed returns the element of l whose fields equal all of key. Failing that, it returns the
+// only element that sets some of the key fields, equal to key, and leaves the others out.
+func findKeyed(l []any, key value.FieldList) (any, bool) {
+	var partial []any
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		present, mismatch := 0, false
+		for _, f := range key {
+			v, ok := m[f.Name]
+			if !ok {
+				continue
+			}
+			if !value.Equals(value.NewValueInterface(v), f.Value) {
+				mismatch = true
+				break
+			}
+			present++
+		}
+		switch {
+		case mismatch || present == 0:
+		case present == len(key):
+			return e, true
+		default:
+			partial = append(partial, e)
+		}
+	}
+	if len(partial) == 1 {
+		return partial[0], true
+	}
+	return nil, false
+}
+
+// equalSemantic reports whether the live value holds the desired value; see Drift for the rules.
+func equalSemantic(desired, live any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, dv := range d {
+			lv, ok := l[k]
+			if !ok || !equalSemantic(dv, lv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !equalSemantic(d[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		l, ok := live.(string)
+		if !ok {
+			return false
+		}
+		if d == l {
+			return true
+		}
+		q, err := resource.ParseQuantity(d)
+		return err == nil && q.String() == l
+	default:
+		return value.Equals(value.NewValueInterface(desired), value.NewValueInterface(live))
+	}
+}
+
+// pathString renders p for people: .spec.replicas, .containers[name=web].image,
+// .metadata.labels["app.kubernetes.io/name"], .finalizers[=example.com/x], .args[0].
+func pathString(p fieldpath.Path) string {
+	var b strings.Builder
+	for _, pe := range p {
+		switch {
+		case pe.FieldName != nil:
+			if isPlainName(*pe.FieldName) {
+				b.WriteString("." + *pe.FieldName)
+			} else {
+				fmt.Fprintf(&b, "[%q]", *pe.FieldName)
+			}
+		case pe.Key != nil:
+			parts := make([]string, len(*pe.Key))
+			for i, f := range *pe.Key {
+				parts[i] = f.Name + "=" + scalarString(f.Value)
+			}
+			b.WriteString("[" + strings.Join(parts, ",") + "]")
+		case pe.Value != nil:
+			b.WriteString("[=" + scalarString(*pe.Value) + "]")
+		case pe.Index != nil:
+			fmt.Fprintf(&b, "[%d]", *pe.Index)
+		}
+	}
+	return b.String()
+}
+
+func scalarString(v value.Value) string {
+	if v.IsString() {
+		return v.AsString()
+	}
+	return value.ToString(v)
+}
+
+func isPlainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		return !plain
+	}) < 0
+}

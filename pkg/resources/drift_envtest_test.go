@@ -1,0 +1,314 @@
+package resources
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const kdagManager = "kdag"
+
+// desiredDeployment is what a ResourceManager would build: a typed Deployment prepared by Desired.
+func desiredDeployment(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{
+					{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{ContainerPort: 80}}},
+					{Name: "sidecar", Image: "busybox:1.36", Args: []string{"sleep", "infinity"}},
+				}},
+			},
+		},
+	}
+	u, err := Desired(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func desiredConfigMap(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg", Labels: map[string]string{"app": "web", "tier": "config"}},
+		Data:       map[string]string{"key": "value", "other": "x"},
+	}
+	u, err := Desired(cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func desiredService(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			// No protocol: the API server defaults it, and it is part of the list key.
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	u, err := Desired(svc, corev1.SchemeGroupVersion.WithKind("Service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func apply(t *testing.T, u *unstructured.Unstructured, manager string, force bool) {
+	t.Helper()
+	opts := []client.ApplyOption{client.FieldOwner(manager)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
+		t.Fatalf("apply %s as %s: %v", describeU(u), manager, err)
+	}
+}
+
+func getLive(t *testing.T, like *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(like.GroupVersionKind())
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(like), live); err != nil {
+		t.Fatalf("get %s: %v", describeU(like), err)
+	}
+	return live
+}
+
+// foreignUpdate reads the object into a typed obj, lets edit change it and writes it back with a
+// plain update as field manager "kubectl-edit", as `kubectl edit` does.
+func foreignUpdate[T client.Object](t *testing.T, desired *unstructured.Unstructured, obj T, edit func(T)) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(desired), obj); err != nil {
+		t.Fatal(err)
+	}
+	edit(obj)
+	if err := env.Client.Update(ctx, obj, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatalf("foreign update of %s: %v", describeU(desired), err)
+	}
+}
+
+func TestDrift_AgainstAPIServer(t *testing.T) {
+	tests := []struct {
+		name    string
+		desired func(t *testing.T, ns string) *unstructured.Unstructured
+		// foreign is what happens after kdag's first apply.
+		foreign func(t *testing.T, desired *unstructured.Unstructured)
+		// check, when set, turns desired into the object Drift compares with.
+		check func(desired *unstructured.Unstructured) *unstructured.Unstructured
+		want  []string
+	}{
+		{
+			name:    "a: kdag's own apply is not drift",
+			desired: desiredDeployment,
+			foreign: func(*testing.T, *unstructured.Unstructured) {},
+		},
+		{
+			name:    "b: foreign update of spec.replicas",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &appsv1.Deployment{}, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })
+			},
+			want: []string{".spec.replicas"},
+		},
+		{
+			name:    "c: foreign annotation kdag does not set",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &appsv1.Deployment{}, func(d *appsv1.Deployment) {
+					d.Annotations = map[string]string{"example.com/note": "hello"}
+				})
+			},
+		},
+		{
+			name:    "d: foreign update of a container image",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &appsv1.Deployment{}, func(d *appsv1.Deployment) {
+					d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+				})
+			},
+			want: []string{".spec.template.spec.containers[name=web].image"},
+		},
+		{
+			name:    "d2: foreign update of an atomic list (args)",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &appsv1.Deployment{}, func(d *appsv1.Deployment) {
+					d.Spec.Template.Spec.Containers[1].Args = []string{"sleep", "10"}
+				})
+			},
+			want: []string{".spec.template.spec.containers[name=sidecar].args"},
+		},
+		{
+			name:    "e: kdag's forced re-apply takes ownership back",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &appsv1.Deployment{}, func(d *appsv1.Deployment) {
+					d.Spec.Replicas = ptr.To[int32](5)
+					d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+				})
+				apply(t, u, kdagManager, true)
+			},
+		},
+		{
+			name:    "f: foreign apply of the same value shares ownership",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				shared := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "apps/v1", "kind": "Deployment",
+					"metadata": map[string]any{"namespace": u.GetNamespace(), "name": u.GetName()},
+					"spec":     map[string]any{"replicas": int64(2)},
+				}}
+				apply(t, shared, "helm", false)
+				if fields := managerFields(getLive(t, u), "helm", ""); !strings.Contains(fields, `"f:replicas"`) {
+					t.Fatalf("helm does not co-own spec.replicas: %s", fields)
+				}
+			},
+		},
+		{
+			name:    "g: status written through the status subresource by another manager",
+			desired: desiredDeployment,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				ctx := context.Background()
+				d := &appsv1.Deployment{}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), d); err != nil {
+					t.Fatal(err)
+				}
+				d.Status.Replicas = 7
+				if err := env.Client.Status().Update(ctx, d, client.FieldOwner("other-controller")); err != nil {
+					t.Fatal(err)
+				}
+				if fields := managerFields(getLive(t, u), "other-controller", "status"); !strings.Contains(fields, `"f:replicas"`) {
+					t.Fatalf("other-controller owns no status.replicas: %s", fields)
+				}
+			},
+			// A desired object that does mention status.replicas, with another value: only the
+			// Subresource rule keeps the status writer out.
+			check: func(u *unstructured.Unstructured) *unstructured.Unstructured {
+				c := u.DeepCopy()
+				c.Object["status"] = map[string]any{"replicas": int64(1)}
+				return c
+			},
+		},
+		{
+			name:    "configmap: foreign update of a data key",
+			desired: desiredConfigMap,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { cm.Data["key"] = "edited" })
+			},
+			want: []string{".data.key"},
+		},
+		{
+			name:    "configmap: foreign data key kdag does not set",
+			desired: desiredConfigMap,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { cm.Data["added"] = "by hand" })
+			},
+		},
+		{
+			name:    "service: foreign update of a port, keyed by port and defaulted protocol",
+			desired: desiredService,
+			foreign: func(t *testing.T, u *unstructured.Unstructured) {
+				foreignUpdate(t, u, &corev1.Service{}, func(s *corev1.Service) {
+					s.Spec.Ports[0].TargetPort = intstr.FromInt32(9090)
+				})
+			},
+			want: []string{".spec.ports[port=80,protocol=TCP].targetPort"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			desired := tt.desired(t, ns)
+			apply(t, desired, kdagManager, true)
+			tt.foreign(t, desired)
+			check := desired
+			if tt.check != nil {
+				check = tt.check(desired)
+			}
+			live := getLive(t, desired)
+			got, err := Drift(live, check, kdagManager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Drift = %q, want %q\nmanaged fields: %s", got, tt.want, dumpManagedFields(live))
+			}
+		})
+	}
+}
+
+func TestOwnedFieldsFingerprint_AgainstAPIServer(t *testing.T) {
+	ns := env.Namespace(t)
+	desired := desiredConfigMap(t, ns)
+	apply(t, desired, kdagManager, true)
+	fp := OwnedFieldsFingerprint(getLive(t, desired), kdagManager)
+	if fp == "" {
+		t.Fatal("no fingerprint after kdag's apply")
+	}
+
+	// Someone adds an annotation: kdag's field set is the same.
+	foreignUpdate(t, desired, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) {
+		cm.Annotations = map[string]string{"example.com/note": "hello"}
+	})
+	if got := OwnedFieldsFingerprint(getLive(t, desired), kdagManager); got != fp {
+		t.Fatalf("fingerprint changed from %s to %s on a foreign annotation", fp, got)
+	}
+
+	// Someone removes a label kdag set: Drift cannot see it, the fingerprint can.
+	foreignUpdate(t, desired, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Labels, "tier") })
+	live := getLive(t, desired)
+	if got := OwnedFieldsFingerprint(live, kdagManager); got == fp {
+		t.Fatalf("fingerprint %s unchanged after a label kdag set was removed\nmanaged fields: %s", got, dumpManagedFields(live))
+	}
+	if drift, err := Drift(live, desired, kdagManager); err != nil || len(drift) != 0 {
+		t.Fatalf("Drift = %q, %v: the documented limitation (removals are invisible to Drift) no longer holds; update the docs", drift, err)
+	}
+
+	// kdag applies again: its field set is whole again, and so is the fingerprint.
+	apply(t, desired, kdagManager, true)
+	if got := OwnedFieldsFingerprint(getLive(t, desired), kdagManager); got != fp {
+		t.Fatalf("fingerprint after re-apply = %s, want the original %s", got, fp)
+	}
+	if got := OwnedFieldsFingerprint(getLive(t, desired), "someone-else"); got != "" {
+		t.Fatalf("fingerprint of a manager without an entry = %q, want empty", got)
+	}
+}
+
+// managerFields returns the FieldsV1 of manager's entry for subresource, or "".
+func managerFields(live *unstructured.Unstructured, manager, subresource string) string {
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == manager && mf.Subresource == subresource && mf.FieldsV1 != nil {
+			return mf.FieldsV1.GetRawString()
+		}
+	}
+	return ""
+}
+
+func dumpManagedFields(live *unstructured.Unstructured) string {
+	var b strings.Builder
+	for _, mf := range live.GetManagedFields() {
+		b.WriteString("\n  " + mf.Manager + " " + string(mf.Operation) + " " + mf.Subresource + " " + mf.FieldsV1.GetRawString())
+	}
+	return b.String()
+}

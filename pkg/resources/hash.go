@@ -1,0 +1,148 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// HashLength is the number of hex characters of every hash this package returns: the first 128
+// bits of a SHA-256, short enough for an annotation value.
+const HashLength = 32
+
+// DesiredHash returns the hash of a desired object (after kdag's mutations), for the annotation
+// that lets kdag skip an unchanged object. Everything the object sets feeds the hash — spec, data,
+// labels, annotations, owner references — except status, the metadata the API server sets (the
+// fields Desired removes, so a resourceVersion bump does not change the hash) and the annotations
+// named in ignoreAnnotations (kdag's own checksum and trace-context annotations, whose writing
+// must not change the hash). u is not modified. Map order never matters.
+//
+// It returns an error when u is nil or its content cannot be encoded as JSON.
+func DesiredHash(u *unstructured.Unstructured, ignoreAnnotations ...string) (string, error) {
+	if u == nil {
+		return "", errors.New("hash desired object: nil object")
+	}
+	c := u.DeepCopy()
+	stripVolatile(c.Object)
+	if md, ok := c.Object["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			for _, k := range ignoreAnnotations {
+				delete(ann, k)
+			}
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	h, err := hashJSON(c.Object)
+	return h, errors.Wrapf(err, "hash desired %s", describeU(u))
+}
+
+// ContentHash returns the hash of what a dependent consumes from the dependency u, so that "a
+// config change rolls the pods and nothing else does":
+//   - ConfigMap: data and binaryData;
+//   - Secret: data, with stringData merged in the way the API server merges it (each value
+//     base64-encoded into data's form, stringData winning on a shared key), so a Secret written
+//     with stringData hashes the same as the stored Secret the API server returns with data only;
+//   - any other kind: spec, or when there is no spec, the whole object without apiVersion, kind,
+//     metadata and status.
+//
+// Absent and empty data (or binaryData) hash the same. Only the hash leaves this function: errors
+// name keys, never values. Note that a hash of a low-entropy secret value can be guessed offline
+// by whoever reads the annotation; generated secrets are long enough for this not to matter.
+//
+// It returns an error when u is nil, when a Secret's data or stringData holds a non-string value,
+// or when the content cannot be encoded as JSON.
+func ContentHash(u *unstructured.Unstructured) (string, error) {
+	if u == nil {
+		return "", errors.New("hash content: nil object")
+	}
+	gvk := u.GroupVersionKind()
+	var content any
+	switch {
+	case gvk.Group == "" && gvk.Kind == "ConfigMap":
+		content = map[string]any{
+			"data":       mapOrEmpty(u.Object["data"]),
+			"binaryData": mapOrEmpty(u.Object["binaryData"]),
+		}
+	case gvk.Group == "" && gvk.Kind == "Secret":
+		data, err := secretData(u)
+		if err != nil {
+			return "", err
+		}
+		content = map[string]any{"data": data}
+	default:
+		if spec, ok := u.Object["spec"]; ok {
+			content = spec
+		} else {
+			rest := maps.Clone(u.Object)
+			for _, k := range []string{"apiVersion", "kind", "metadata", "status"} {
+				delete(rest, k)
+			}
+			content = rest
+		}
+	}
+	h, err := hashJSON(content)
+	return h, errors.Wrapf(err, "hash content of %s", describeU(u))
+}
+
+// CombineHashes returns one hash of several dependencies' content hashes, keyed by an identifier
+// of each dependency (for example "Secret/db-credentials"). The order of the map never matters;
+// nil and empty maps give the same hash.
+func CombineHashes(hashes map[string]string) string {
+	if hashes == nil {
+		hashes = map[string]string{}
+	}
+	b, _ := json.Marshal(hashes) // a map of strings always encodes
+	return hashBytes(b)
+}
+
+// secretData returns the Secret's data merged with its stringData, all in base64 form.
+func secretData(u *unstructured.Unstructured) (map[string]any, error) {
+	out := map[string]any{}
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := u.Object[field].(map[string]any)
+		if !ok && u.Object[field] != nil {
+			return nil, errors.Errorf("hash content of %s: %s is not a map", describeU(u), field)
+		}
+		for k, v := range m {
+			s, ok := v.(string)
+			if !ok {
+				return nil, errors.Errorf("hash content of %s: %s[%q] is not a string", describeU(u), field, k)
+			}
+			if field == "stringData" {
+				s = base64.StdEncoding.EncodeToString([]byte(s))
+			}
+			out[k] = s
+		}
+	}
+	return out, nil
+}
+
+func mapOrEmpty(v any) any {
+	if v == nil {
+		return map[string]any{}
+	}
+	return v
+}
+
+// hashJSON hashes the JSON encoding of v. encoding/json writes map keys sorted and numbers in one
+// form (int64 3 and float64 3 both as 3), so the hash is the same across processes and map orders.
+func hashJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", errors.Wrap(err, "encode as JSON")
+	}
+	return hashBytes(b), nil
+}
+
+// hashBytes returns the first HashLength hex characters of the SHA-256 of b.
+func hashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:HashLength]
+}

@@ -1,0 +1,78 @@
+package resources
+
+import (
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+// The values of Readiness.Status: kstatus statuses.
+const (
+	// StatusCurrent: the object is fully reconciled. The only ready status.
+	StatusCurrent = string(status.CurrentStatus)
+	// StatusInProgress: the object is on its way; wait for it.
+	StatusInProgress = string(status.InProgressStatus)
+	// StatusFailed: the object will not become ready without a change (a failed Job, a Deployment
+	// past its progress deadline, a resource with Stalled=True). The caller should fail the node.
+	StatusFailed = string(status.FailedStatus)
+	// StatusTerminating: the object is being deleted.
+	StatusTerminating = string(status.TerminatingStatus)
+	// StatusNotFound: there is no object (Ready was given nil).
+	StatusNotFound = string(status.NotFoundStatus)
+)
+
+// Readiness is the outcome of Ready.
+type Readiness struct {
+	// Ready is true only for Status Current.
+	Ready bool
+	// Status is one of the Status* constants (a kstatus status).
+	Status string
+	// Message says why, in kstatus' words; never object content.
+	Message string
+}
+
+// Ready computes whether the live object u is ready, with kstatus' rules (sigs.k8s.io/cli-utils
+// kstatus): Deployments, StatefulSets, DaemonSets, PVCs (Bound), Services (LoadBalancer with an
+// IP), always-ready kinds (ConfigMap, Secret), and any resource with the standard conditions
+// (Ready, Reconciling, Stalled) and status.observedGeneration equal to metadata.generation.
+//
+// One rule differs from kstatus: a Job is ready only once it has the condition Complete=True. kstatus
+// counts a started Job as Current, but a Job a graph waits for (a migration) must have finished.
+//
+// A nil u gives StatusNotFound; an object with a deletionTimestamp StatusTerminating; both are not
+// ready. Not ready is not an error: the error is returned only when kstatus cannot read the object
+// (a malformed status, such as conditions that are not a list).
+//
+// Known kstatus limitation: a custom resource whose controller has not yet written any status
+// (no conditions, no observedGeneration) is Current; use a per-node check for such kinds.
+func Ready(u *unstructured.Unstructured) (Readiness, error) {
+	if u == nil {
+		return Readiness{Status: StatusNotFound, Message: "Resource not found"}, nil
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		return Readiness{}, errors.Wrapf(err, "compute readiness of %s", describeU(u))
+	}
+	r := Readiness{Status: string(res.Status), Message: res.Message}
+	if r.Status == StatusCurrent && isJob(u) && !jobComplete(u) {
+		r.Status, r.Message = StatusInProgress, "Job not complete: "+res.Message
+	}
+	r.Ready = r.Status == StatusCurrent
+	return r, nil
+}
+
+func isJob(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "batch" && gvk.Kind == "Job"
+}
+
+func jobComplete(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Complete" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}

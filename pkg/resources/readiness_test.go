@@ -1,0 +1,220 @@
+package resources
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReady(t *testing.T) {
+	tests := []struct {
+		name        string
+		manifest    string
+		wantStatus  string
+		wantMessage string // substring, optional
+	}{
+		{name: "deployment rolling out", wantStatus: StatusInProgress, wantMessage: "Updated: 1/3", manifest: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: ns, name: web, generation: 2}
+spec: {replicas: 3}
+status: {observedGeneration: 2, replicas: 3, updatedReplicas: 1, readyReplicas: 3, availableReplicas: 3}
+`},
+		{name: "deployment with stale observedGeneration", wantStatus: StatusInProgress, wantMessage: "observed generation is 1", manifest: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: ns, name: web, generation: 2}
+spec: {replicas: 1}
+status: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1}
+`},
+		{name: "deployment updated but not available", wantStatus: StatusInProgress, wantMessage: "Available: 1/3", manifest: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: ns, name: web, generation: 2}
+spec: {replicas: 3}
+status: {observedGeneration: 2, replicas: 3, updatedReplicas: 3, readyReplicas: 1, availableReplicas: 1}
+`},
+		{name: "deployment available", wantStatus: StatusCurrent, manifest: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: ns, name: web, generation: 2}
+spec: {replicas: 3, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 2
+  replicas: 3
+  updatedReplicas: 3
+  readyReplicas: 3
+  availableReplicas: 3
+  conditions:
+  - {type: Available, status: "True"}
+  - {type: Progressing, status: "True", reason: NewReplicaSetAvailable}
+`},
+		{name: "deployment past its progress deadline", wantStatus: StatusFailed, manifest: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: ns, name: web, generation: 2}
+spec: {replicas: 3, progressDeadlineSeconds: 600}
+status:
+  observedGeneration: 2
+  replicas: 3
+  updatedReplicas: 1
+  conditions:
+  - {type: Progressing, status: "False", reason: ProgressDeadlineExceeded}
+`},
+		{name: "job complete", wantStatus: StatusCurrent, manifest: `
+apiVersion: batch/v1
+kind: Job
+metadata: {namespace: ns, name: migrate, generation: 1}
+status:
+  startTime: "2026-01-01T00:00:00Z"
+  succeeded: 1
+  conditions: [{type: Complete, status: "True"}]
+`},
+		{name: "job running", wantStatus: StatusInProgress, wantMessage: "Job not complete", manifest: `
+apiVersion: batch/v1
+kind: Job
+metadata: {namespace: ns, name: migrate, generation: 1}
+status: {startTime: "2026-01-01T00:00:00Z", active: 1}
+`},
+		{name: "job not started", wantStatus: StatusInProgress, manifest: `
+apiVersion: batch/v1
+kind: Job
+metadata: {namespace: ns, name: migrate, generation: 1}
+`},
+		{name: "job failed", wantStatus: StatusFailed, wantMessage: "Job Failed", manifest: `
+apiVersion: batch/v1
+kind: Job
+metadata: {namespace: ns, name: migrate, generation: 1}
+status:
+  startTime: "2026-01-01T00:00:00Z"
+  failed: 6
+  conditions: [{type: Failed, status: "True", reason: BackoffLimitExceeded}]
+`},
+		{name: "service", wantStatus: StatusCurrent, manifest: `
+apiVersion: v1
+kind: Service
+metadata: {namespace: ns, name: web}
+spec: {type: ClusterIP, clusterIP: 10.0.0.1, ports: [{port: 80}]}
+`},
+		{name: "load balancer without an IP", wantStatus: StatusInProgress, manifest: `
+apiVersion: v1
+kind: Service
+metadata: {namespace: ns, name: web}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+`},
+		{name: "configmap", wantStatus: StatusCurrent, manifest: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {namespace: ns, name: cfg}
+data: {a: b}
+`},
+		{name: "custom resource ready and observed", wantStatus: StatusCurrent, manifest: `
+apiVersion: testing.kdag.dev/v1alpha1
+kind: Widget
+metadata: {namespace: ns, name: w, generation: 4}
+status:
+  observedGeneration: 4
+  conditions: [{type: Ready, status: "True", reason: Done}]
+`},
+		{name: "custom resource ready but stale", wantStatus: StatusInProgress, wantMessage: "generation is 4", manifest: `
+apiVersion: testing.kdag.dev/v1alpha1
+kind: Widget
+metadata: {namespace: ns, name: w, generation: 4}
+status:
+  observedGeneration: 3
+  conditions: [{type: Ready, status: "True", reason: Done}]
+`},
+		{name: "custom resource not ready", wantStatus: StatusInProgress, wantMessage: "waiting for database", manifest: `
+apiVersion: testing.kdag.dev/v1alpha1
+kind: Widget
+metadata: {namespace: ns, name: w, generation: 4}
+status:
+  observedGeneration: 4
+  conditions: [{type: Ready, status: "False", reason: Waiting, message: waiting for database}]
+`},
+		{name: "custom resource stalled", wantStatus: StatusFailed, wantMessage: "bad spec", manifest: `
+apiVersion: testing.kdag.dev/v1alpha1
+kind: Widget
+metadata: {namespace: ns, name: w, generation: 4}
+status:
+  observedGeneration: 4
+  conditions: [{type: Stalled, status: "True", reason: Invalid, message: bad spec}]
+`},
+		{name: "pvc bound", wantStatus: StatusCurrent, manifest: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {namespace: ns, name: data}
+status: {phase: Bound}
+`},
+		{name: "pvc pending", wantStatus: StatusInProgress, wantMessage: "Pending", manifest: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {namespace: ns, name: data}
+status: {phase: Pending}
+`},
+		{name: "statefulset ready", wantStatus: StatusCurrent, manifest: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {namespace: ns, name: db, generation: 1}
+spec: {replicas: 2}
+status: {observedGeneration: 1, replicas: 2, readyReplicas: 2, currentReplicas: 2, updatedReplicas: 2,
+  currentRevision: db-1, updateRevision: db-1}
+`},
+		{name: "statefulset not ready", wantStatus: StatusInProgress, wantMessage: "Ready: 1/2", manifest: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {namespace: ns, name: db, generation: 1}
+spec: {replicas: 2}
+status: {observedGeneration: 1, replicas: 2, readyReplicas: 1, currentReplicas: 2, updatedReplicas: 2,
+  currentRevision: db-1, updateRevision: db-1}
+`},
+		{name: "statefulset rolling to a new revision", wantStatus: StatusInProgress, manifest: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {namespace: ns, name: db, generation: 2}
+spec: {replicas: 2}
+status: {observedGeneration: 2, replicas: 2, readyReplicas: 2, currentReplicas: 2, updatedReplicas: 1,
+  currentRevision: db-1, updateRevision: db-2}
+`},
+		{name: "terminating", wantStatus: StatusTerminating, manifest: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {namespace: ns, name: cfg, deletionTimestamp: "2026-01-01T00:00:00Z"}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Ready(obj(t, tt.manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.wantStatus {
+				t.Errorf("Status = %q (%s), want %q", got.Status, got.Message, tt.wantStatus)
+			}
+			if got.Ready != (tt.wantStatus == StatusCurrent) {
+				t.Errorf("Ready = %v with Status %q", got.Ready, got.Status)
+			}
+			if !strings.Contains(got.Message, tt.wantMessage) {
+				t.Errorf("Message = %q, want it to contain %q", got.Message, tt.wantMessage)
+			}
+		})
+	}
+}
+
+func TestReady_NotFound(t *testing.T) {
+	got, err := Ready(nil)
+	if err != nil || got.Ready || got.Status != StatusNotFound {
+		t.Fatalf("Ready(nil) = %+v, %v; want not ready, NotFound, no error", got, err)
+	}
+}
+
+func TestReady_MalformedStatusIsAnError(t *testing.T) {
+	_, err := Ready(obj(t, `
+apiVersion: testing.kdag.dev/v1alpha1
+kind: Widget
+metadata: {namespace: ns, name: w, generation: 1}
+status: {observedGeneration: 1, conditions: not-a-list}
+`))
+	if err == nil || !strings.Contains(err.Error(), "Widget ns/w") {
+		t.Fatalf("error = %v, want one naming Widget ns/w", err)
+	}
+}
