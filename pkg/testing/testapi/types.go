@@ -1,6 +1,7 @@
 package testapi
 
 import (
+	"github.com/kdag-dev/kdag/pkg/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,16 +41,9 @@ type WidgetSpec struct {
 	Data map[string]string `json:"data,omitempty"`
 }
 
-// WidgetStatus is written by the controller under test.
+// WidgetStatus is written by the controller under test: kdag's status block.
 type WidgetStatus struct {
-	// ObservedGeneration is the generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the kstatus conditions Ready, Reconciling and Stalled.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	api.Status `json:",inline"`
 }
 
 // Widget is the test owner.

@@ -1,0 +1,97 @@
+package api
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Condition types kdag sets on an owner. They follow the kstatus conventions
+// (sigs.k8s.io/cli-utils/pkg/kstatus): Reconciling=True or Stalled=True make an owner InProgress
+// or Failed; Ready=True with observedGeneration == generation makes it Current, so
+// `kubectl wait --for=condition=Ready` and Flux or Argo CD health checks work.
+const (
+	// ConditionReady is True when every node of the graph is applied and ready.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while nodes are being applied or wait for readiness.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the reconcile cannot progress without a change to the owner
+	// (a terminal error); its message says what to change.
+	ConditionStalled = "Stalled"
+)
+
+// NodeState is what a node of the owner's graph is doing, as shown in Status.Graph.
+type NodeState string
+
+// Node states.
+const (
+	// NodeReady: applied (or unchanged) and ready.
+	NodeReady NodeState = "Ready"
+	// NodeWaiting: applied, not ready yet; its dependents wait.
+	NodeWaiting NodeState = "Waiting"
+	// NodeFailed: the node's apply or readiness failed; see its message.
+	NodeFailed NodeState = "Failed"
+	// NodeBlocked: not applied because a blocker is not ready or failed.
+	NodeBlocked NodeState = "Blocked"
+	// NodeCanceled: not processed because the reconcile ended first.
+	NodeCanceled NodeState = "Canceled"
+)
+
+// Status is kdag's part of an owner's status. Embed it inline in the owner's status struct:
+//
+//	type AppStatus struct {
+//		api.Status `json:",inline"`
+//	}
+type Status struct {
+	// ObservedGeneration is the owner's metadata.generation that the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Ready, Reconciling and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// OperatorVersion is the version of the operator that wrote this status.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// Graph summarises the owner's graph from the last reconcile.
+	// +optional
+	Graph *GraphSummary `json:"graph,omitempty"`
+}
+
+// GraphSummary counts the owner's nodes by state and lists the nodes that are not ready, capped.
+type GraphSummary struct {
+	// Total is the number of nodes in the graph.
+	Total int32 `json:"total"`
+	// Ready is the number of nodes that are applied and ready.
+	Ready int32 `json:"ready"`
+	// Waiting, Failed, Blocked and Canceled count the other nodes.
+	// +optional
+	Waiting int32 `json:"waiting,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// +optional
+	Blocked int32 `json:"blocked,omitempty"`
+	// +optional
+	Canceled int32 `json:"canceled,omitempty"`
+	// NotReady lists failed nodes first, then waiting and blocked ones, in graph order, at most
+	// MaxNotReady of them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	NotReady []NodeStatus `json:"notReady,omitempty"`
+}
+
+// MaxNotReady caps GraphSummary.NotReady so a large broken graph cannot bloat the owner.
+const MaxNotReady = 20
+
+// NodeStatus identifies one node and says why it is not ready.
+type NodeStatus struct {
+	// Kind of the node's object.
+	Kind string `json:"kind"`
+	// Namespace of the node's object; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the node's object.
+	Name string `json:"name"`
+	// State of the node.
+	State NodeState `json:"state"`
+	// Message says why the node is not ready: the error, what it waits for, or the blocker.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
