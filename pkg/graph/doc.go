@@ -1,0 +1,48 @@
+// Package graph is the DAG scheduler of kdag: per reconcile request the
+// controller builds a graph of nodes (one per Kubernetes object to apply) and
+// runs each node as soon as its blockers are done, independent branches
+// concurrently.
+//
+// # Main types
+//
+//   - Graph[ID] holds the nodes: an ID (any comparable type), a work Func and
+//     blockers, in insertion order. AddNode only accepts blockers that are
+//     already in the graph, so a Graph is acyclic by construction. IDs,
+//     Blockers and Dependents expose the structure read-only.
+//   - Graph.Run runs the graph and returns a Result: start and end of the run
+//     and a NodeResult per node (Outcome, Err, BlockedBy, Wait, Start, End),
+//     in insertion order and by ID, for status, tracing and metrics.
+//   - Outcome is one of Succeeded, Failed, Blocked or Canceled.
+//   - BuildError, NodeError and PanicError carry node IDs and match the
+//     sentinels ErrDuplicateID, ErrUnknownBlocker, ErrNilFunc and ErrPanic
+//     with errors.Is.
+//   - WriteDOT and WriteMermaid render the graph, with outcomes if a Result
+//     is given.
+//
+// # Usage
+//
+//	g := graph.New[string](graph.Options{})
+//	if err := g.AddNode("namespace", applyNamespace); err != nil { ... }
+//	if err := g.AddNode("deployment", applyDeployment, "namespace"); err != nil { ... }
+//	res, err := g.Run(ctx, graph.RunOptions{MaxParallel: 8})
+//	for _, n := range res.Nodes {
+//		log.Info("node done", "node", n.ID, "outcome", n.Outcome, "wait", n.Wait)
+//	}
+//
+// # Rules
+//
+//   - A node runs at most once, and only after all its blockers succeeded.
+//     It becomes runnable the moment its last blocker succeeds; nothing
+//     polls. Runnable nodes start in the order they became runnable, nodes
+//     runnable together in insertion order.
+//   - MaxParallel bounds the nodes running at once; a node waiting for its
+//     blockers holds no slot. Unbounded, every runnable node runs at once.
+//   - A failed node (error, panic or runtime.Goexit) blocks its descendants,
+//     which are reported Blocked with the ID of the failed ancestor; all
+//     other nodes still run. Run returns every failure, joined.
+//   - Once the context is done no node starts; the nodes not started are
+//     reported Canceled, and Run returns after the running ones return. Run
+//     leaves no goroutine behind.
+//   - Errors are wrapped with github.com/pkg/errors and support errors.Is and
+//     errors.As.
+package graph
