@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// preCreateConfig creates "<owner>-config" as someone else would, without kdag's labels.
+func (f *fixture) preCreateConfig(owner string, data map[string]string) {
+	f.t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: owner + "-config"}, Data: data}
+	if err := f.cl.Create(context.Background(), cm); err != nil {
+		f.t.Fatalf("create configmap: %v", err)
+	}
+}
+
+// refusedConfig sets up an owner whose ConfigMap "app-config" exists without kdag's labels, and
+// runs one reconcile, whose error it returns.
+func refusedConfig(t *testing.T, foreignData map[string]string) (*fixture, error) {
+	f := newFixture(t, widgetRM{readyDeployment: true})
+	f.preCreateConfig("app", foreignData)
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
+	return f, f.reconcile("app")
+}
+
+func TestAdoption_ForeignObjectRefusedAndFailureIsolated(t *testing.T) {
+	foreignData := map[string]string{"k": "theirs"}
+	f, err := refusedConfig(t, foreignData)
+	if err == nil {
+		t.Fatal("reconcile: no error, want the adoption conflict")
+	}
+	if isTerminalErr(err) {
+		t.Errorf("reconcile error %v is terminal, want transient (retried)", err)
+	}
+	cmID := "ConfigMap " + f.ns + "/app-config"
+	if !strings.Contains(err.Error(), cmID) {
+		t.Errorf("reconcile error %q does not name %s", err, cmID)
+	}
+
+	cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
+	if !maps.Equal(cm.Data, foreignData) || cm.Labels[LabelOwnerUID] != "" {
+		t.Errorf("foreign ConfigMap was changed: data %v labels %v", cm.Data, cm.Labels)
+	}
+	if !f.notFound(&appsv1.Deployment{}, "app") {
+		t.Errorf("Deployment was created although its blocker %s failed", cmID)
+	}
+	f.get(&corev1.Service{}, "app")       // independent branch finished
+	f.get(&corev1.Secret{}, "app-secret") // independent branch finished
+
+	st := f.status("app")
+	ready := condition(st, api.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready condition %+v, want False", ready)
+	}
+	if !strings.Contains(ready.Message, cmID) || !strings.Contains(ready.Message, "Adopt") {
+		t.Errorf("Ready message %q, want it to name %s and mention Adopt", ready.Message, cmID)
+	}
+	if rec := condition(st, api.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
+		t.Errorf("Reconciling condition %+v, want True (the conflict is retried)", rec)
+	}
+	if stalled := condition(st, api.ConditionStalled); stalled != nil {
+		t.Errorf("Stalled condition %+v, want none for a retried conflict", stalled)
+	}
+	f.waitEvent("app", corev1.EventTypeWarning, ReasonNodeFailed)
+
+	// Retrying changes nothing while the object is there.
+	f.settle("app")
+	if cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap); !maps.Equal(cm.Data, foreignData) {
+		t.Errorf("foreign ConfigMap data %v after retries, want %v", cm.Data, foreignData)
+	}
+}
+
+func TestStatus_GraphSummaryOfFailedAndBlockedNodes(t *testing.T) {
+	f, _ := refusedConfig(t, map[string]string{"k": "theirs"})
+	cmID := "ConfigMap " + f.ns + "/app-config"
+
+	// The graph summary counts nodes by state and names those not ready, failed first.
+	g := f.status("app").Graph
+	if g == nil {
+		t.Fatal("status.graph is empty")
+	}
+	type counts struct{ total, ready, waiting, failed, blocked int32 }
+	if got, want := (counts{g.Total, g.Ready, g.Waiting, g.Failed, g.Blocked}), (counts{4, 2, 0, 1, 1}); got != want {
+		t.Errorf("status.graph counts %+v, want %+v", got, want)
+	}
+	type entry struct {
+		kind, ns, name string
+		state          api.NodeState
+	}
+	var got []entry
+	for _, n := range g.NotReady {
+		got = append(got, entry{n.Kind, n.Namespace, n.Name, n.State})
+	}
+	want := []entry{{"ConfigMap", f.ns, "app-config", api.NodeFailed}, {"Deployment", f.ns, "app", api.NodeBlocked}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("status.graph.notReady %+v, want %+v", got, want)
+	}
+	if msg := g.NotReady[0].Message; !strings.Contains(msg, "Adopt") {
+		t.Errorf("failed node message %q, want the adoption hint", msg)
+	}
+	if msg := g.NotReady[1].Message; !strings.Contains(msg, cmID) {
+		t.Errorf("blocked node message %q, want it to name the failed blocker %s", msg, cmID)
+	}
+}
+
+func TestAdoption_AdoptOptionTakesOver(t *testing.T) {
+	f := newFixture(t, widgetRM{readyDeployment: true, configOpts: []NodeOption{Adopt()}})
+	f.preCreateConfig("app", map[string]string{"k": "theirs"})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
+	f.settle("app")
+
+	cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
+	w := f.get(&testapi.Widget{}, "app")
+	if cm.Labels[LabelOwnerUID] != string(w.GetUID()) || cm.Labels[LabelController] != f.c.name {
+		t.Errorf("adopted ConfigMap labels %v, want kdag's labels for owner %s", cm.Labels, w.GetUID())
+	}
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != w.GetUID() {
+		t.Errorf("adopted ConfigMap owner references %+v, want the Widget", cm.OwnerReferences)
+	}
+	if want := map[string]string{"k": "ours"}; !maps.Equal(cm.Data, want) {
+		t.Errorf("adopted ConfigMap data %v, want %v", cm.Data, want)
+	}
+	f.get(&appsv1.Deployment{}, "app")
+	if ready := condition(f.status("app"), api.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready condition %+v, want True", ready)
+	}
+	f.waitEvent("app", corev1.EventTypeNormal, "Adopted")
+}

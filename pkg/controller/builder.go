@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// NodeID identifies a node of an owner's graph: the object's group, kind, namespace and name.
+// It is comparable and stable across reconciles (the version is left out: it names the same
+// object).
+type NodeID struct {
+	Group, Kind, Namespace, Name string
+}
+
+// String returns "Kind namespace/name", or "Kind name" for cluster-scoped objects.
+func (id NodeID) String() string {
+	if id.Namespace == "" {
+		return id.Kind + " " + id.Name
+	}
+	return id.Kind + " " + id.Namespace + "/" + id.Name
+}
+
+// Mutation changes a desired object before it is applied. owner is the reconciled object.
+// Mutations run in order: prepended ones first, then appended ones, then kdag's own (labels,
+// owner reference, checksum annotations), so a mutation cannot remove what kdag needs.
+type Mutation func(ctx context.Context, owner, obj client.Object) error
+
+// ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
+// node. live has the type that was added. An error fails the node.
+type ReadyFunc func(live client.Object) (bool, error)
+
+// Node is the handle Builder.Add returns, to name the node as a blocker of others.
+type Node struct {
+	id    NodeID
+	index int // position in the builder; -1 for a node whose Add failed
+}
+
+// ID returns the node's identifier.
+func (n Node) ID() NodeID { return n.id }
+
+// NodeOption configures a node in Builder.Add.
+type NodeOption func(*nodeSpec)
+
+// DependsOn makes the node wait until every given node is applied and ready. The given nodes
+// must come from earlier Add calls of the same Builder, which keeps the graph acyclic.
+func DependsOn(blockers ...Node) NodeOption {
+	return func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) }
+}
+
+// CreateOnly creates the object once and never writes it again (generated passwords and keys).
+// Its live content still feeds its dependents' checksums.
+func CreateOnly() NodeOption { return func(s *nodeSpec) { s.createOnly = true } }
+
+// Adopt lets the node take over an existing object that kdag did not create. Without it such an
+// object is never written and the node fails with an adoption conflict.
+func Adopt() NodeOption { return func(s *nodeSpec) { s.adopt = true } }
+
+// ReadyWhen replaces the kstatus readiness rule for the node.
+func ReadyWhen(fn ReadyFunc) NodeOption { return func(s *nodeSpec) { s.readyWhen = fn } }
+
+// AppendMutation adds a mutation that runs after the node's other mutations.
+func AppendMutation(m Mutation) NodeOption {
+	return func(s *nodeSpec) { s.mutations = append(s.mutations, m) }
+}
+
+// PrependMutation adds a mutation that runs before the node's other mutations.
+func PrependMutation(m Mutation) NodeOption {
+	return func(s *nodeSpec) { s.mutations = append([]Mutation{m}, s.mutations...) }
+}
+
+// nodeSpec is one node as AddResources declared it.
+type nodeSpec struct {
+	id         NodeID
+	gvk        schema.GroupVersionKind
+	obj        client.Object
+	blockers   []Node
+	createOnly bool
+	adopt      bool
+	readyWhen  ReadyFunc
+	mutations  []Mutation
+}
+
+// Builder records the nodes of one owner's graph during AddResources. It is not safe for
+// concurrent use. Mistakes (an object without a name, a type not in the scheme, the same object
+// twice, an unknown blocker) do not panic: Add returns an invalid Node and the reconcile fails
+// with every mistake listed, marking the owner Stalled.
+type Builder struct {
+	owner  client.Object
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+	owned  map[schema.GroupKind]bool
+
+	nodes []*nodeSpec
+	index map[NodeID]int
+	errs  []error
+}
+
+func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper, owned map[schema.GroupKind]bool) *Builder {
+	return &Builder{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[NodeID]int{}}
+}
+
+// Add adds obj as a node. obj is the desired state; the Builder keeps it and the Controller
+// applies a mutated copy. An empty namespace of a namespaced object becomes the owner's.
+func (b *Builder) Add(obj client.Object, opts ...NodeOption) Node {
+	if obj == nil || isNilPointer(obj) {
+		return b.fail(errors.New("Add: nil object"))
+	}
+	gvk, err := apiutil.GVKForObject(obj, b.scheme)
+	if err != nil {
+		return b.fail(errors.Wrapf(err, "Add %T %s: type not in the scheme", obj, obj.GetName()))
+	}
+	if obj.GetName() == "" {
+		return b.fail(errors.Errorf("Add %s: object has no name", gvk.Kind))
+	}
+	if b.owned != nil && !b.owned[gvk.GroupKind()] {
+		return b.fail(errors.Errorf("Add %s %s: %s is not an owned type of this controller; declare it in OwnedTypes or WithOwnedTypes",
+			gvk.Kind, obj.GetName(), gvk.GroupKind()))
+	}
+	if err := b.defaultNamespace(obj, gvk); err != nil {
+		return b.fail(err)
+	}
+	s := &nodeSpec{
+		id:  NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		gvk: gvk,
+		obj: obj,
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	if _, dup := b.index[s.id]; dup {
+		return b.fail(errors.Errorf("Add %s: added twice", s.id))
+	}
+	for _, blocker := range s.blockers {
+		if blocker.index < 0 || blocker.index >= len(b.nodes) || b.nodes[blocker.index].id != blocker.id {
+			return b.fail(errors.Errorf("Add %s: blocker %q is unknown (its Add failed, or it comes from another Builder)", s.id, blocker.id))
+		}
+	}
+	b.index[s.id] = len(b.nodes)
+	b.nodes = append(b.nodes, s)
+	return Node{id: s.id, index: len(b.nodes) - 1}
+}
+
+// defaultNamespace gives a namespaced object without a namespace the owner's.
+func (b *Builder) defaultNamespace(obj client.Object, gvk schema.GroupVersionKind) error {
+	if obj.GetNamespace() != "" {
+		return nil
+	}
+	if b.mapper == nil { // a Plan without a cluster: assume namespaced, the common case
+		obj.SetNamespace(b.owner.GetNamespace())
+		return nil
+	}
+	mapping, err := b.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return errors.Wrapf(err, "Add %s %s: find whether it is namespaced", gvk.Kind, obj.GetName())
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		obj.SetNamespace(b.owner.GetNamespace())
+	}
+	return nil
+}
+
+// isNilPointer reports whether obj is a typed nil pointer (a nil *corev1.ConfigMap in a
+// client.Object), which obj == nil does not catch and whose methods would panic.
+func isNilPointer(obj client.Object) bool {
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+func (b *Builder) fail(err error) Node {
+	b.errs = append(b.errs, err)
+	return Node{index: -1}
+}
+
+// Len returns the number of nodes added so far.
+func (b *Builder) Len() int { return len(b.nodes) }
+
+// err returns every mistake made during AddResources, or nil.
+func (b *Builder) err() error {
+	if len(b.errs) == 0 {
+		return nil
+	}
+	return &BuildError{Errs: b.errs}
+}
+
+// BuildError lists the mistakes AddResources made through the Builder. It is terminal: the
+// owner is Stalled until it (or the operator) changes.
+type BuildError struct {
+	Errs []error
+}
+
+func (e *BuildError) Error() string {
+	msg := fmt.Sprintf("graph has %d error(s):", len(e.Errs))
+	for _, err := range e.Errs {
+		msg += " " + err.Error() + ";"
+	}
+	return msg
+}
+
+// Unwrap returns the individual mistakes.
+func (e *BuildError) Unwrap() []error { return e.Errs }

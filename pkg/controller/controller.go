@@ -1,0 +1,261 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/kdag-dev/kdag/pkg/graph"
+)
+
+// Controller reconciles one owner type with a ResourceManager: it builds the owner's graph,
+// applies every node as soon as its blockers are ready, prunes what the graph no longer holds
+// and writes the owner's status. Create it with New.
+type Controller struct {
+	name     string
+	rm       ResourceManager
+	opts     Options
+	client   client.Client // reads come from the manager's cache
+	reader   client.Reader // uncached; only when the cache cannot answer (see applyNode)
+	scheme   *runtime.Scheme
+	mapper   meta.RESTMapper
+	recorder recorder.EventRecorder
+
+	ownerGVK  schema.GroupVersionKind
+	owned     []ownedType
+	ownedKind map[schema.GroupKind]bool
+	teardown  bool
+
+	// fingerprints remembers, per object UID, the fingerprint of kdag's managed fields right
+	// after kdag's last apply. A changed fingerprint means another writer took or removed a field
+	// kdag owns, which the foreign-entry check alone cannot see (a removal leaves no entry).
+	fingerprints sync.Map // types.UID -> string
+}
+
+type ownedType struct {
+	obj  client.Object
+	gvk  schema.GroupVersionKind
+	list schema.GroupVersionKind
+}
+
+// New creates the Controller named name for rm and registers it with mgr: it watches the owner
+// type (changes of generation, labels or annotations) and every owned type (any change of an
+// object whose controller owner reference points at an owner).
+//
+// It returns an error when name is empty, when rm declares no owned type, or when a type is not
+// in the manager's scheme — setup mistakes that should stop the process at start.
+func New(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Controller, error) {
+	c, err := newController(mgr, name, rm, opts...)
+	if err != nil {
+		return nil, err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(rm.NewEmpty(), builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles})
+	for _, t := range c.owned {
+		b = b.Owns(t.obj)
+	}
+	if err := b.Complete(c); err != nil {
+		return nil, errors.Wrapf(err, "controller %s: register with the manager", name)
+	}
+	return c, nil
+}
+
+// newController sets a Controller up without registering it with the manager.
+func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Controller, error) {
+	if name == "" {
+		return nil, errors.New("controller.New: empty name")
+	}
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.defaults(name)
+	c := &Controller{
+		name:      name,
+		rm:        rm,
+		opts:      o,
+		client:    mgr.GetClient(),
+		reader:    mgr.GetAPIReader(),
+		scheme:    mgr.GetScheme(),
+		mapper:    mgr.GetRESTMapper(),
+		recorder:  mgr.GetEventRecorder(name),
+		ownedKind: map[schema.GroupKind]bool{},
+	}
+	_, isCleaner := rm.(Cleaner)
+	c.teardown = o.OrderedTeardown || isCleaner
+
+	owner := rm.NewEmpty()
+	gvk, err := apiutil.GVKForObject(owner, c.scheme)
+	if err != nil {
+		return nil, errors.Wrapf(err, "controller %s: owner type %T is not in the manager's scheme", name, owner)
+	}
+	c.ownerGVK = gvk
+
+	ownedObjs := o.OwnedTypes
+	if ot, ok := rm.(OwnedTypes); ok {
+		ownedObjs = append(ownedObjs, ot.OwnedTypes()...)
+	}
+	if len(ownedObjs) == 0 {
+		return nil, errors.Errorf("controller %s: no owned types: implement OwnedTypes on %T or pass WithOwnedTypes", name, rm)
+	}
+	for _, obj := range ownedObjs {
+		gvk, err := apiutil.GVKForObject(obj, c.scheme)
+		if err != nil {
+			return nil, errors.Wrapf(err, "controller %s: owned type %T is not in the manager's scheme", name, obj)
+		}
+		if c.ownedKind[gvk.GroupKind()] {
+			continue
+		}
+		list := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+		if !c.scheme.Recognizes(list) {
+			return nil, errors.Errorf("controller %s: owned type %s has no list type %s in the scheme", name, gvk.Kind, list.Kind)
+		}
+		c.ownedKind[gvk.GroupKind()] = true
+		c.owned = append(c.owned, ownedType{obj: obj, gvk: gvk, list: list})
+	}
+	return c, nil
+}
+
+// Reconcile brings one owner to its desired state. It implements reconcile.Reconciler.
+//
+// It returns nil when every node is ready or waits for readiness (the watch on the node's
+// object resumes the owner), a reconcile.TerminalError when only a change of the owner can help
+// (the owner is Stalled), and any other error for transient failures, which controller-runtime
+// retries with rate-limited exponential backoff.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	owner := c.rm.NewEmpty()
+	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName))
+	}
+	logger := log.FromContext(ctx).WithValues("controller", c.name, "owner", req.NamespacedName.String())
+	ctx = log.IntoContext(ctx, logger)
+
+	if !owner.GetDeletionTimestamp().IsZero() {
+		return reconcile.Result{}, c.finalize(ctx, owner)
+	}
+	if c.teardown && !controllerutil.ContainsFinalizer(owner, Finalizer) {
+		if err := c.addFinalizer(ctx, owner); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	r := c.reconcileGraph(ctx, owner)
+	if err := c.writeStatus(ctx, owner, r); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.returnErr()
+}
+
+// reconcileGraph validates the owner, builds and runs its graph, and prunes.
+func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) *outcome {
+	r := &outcome{start: time.Now()}
+	if v, ok := c.rm.(Validator); ok {
+		if err := v.Validate(ctx, owner); err != nil {
+			r.terminal = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+			r.reason = ReasonInvalid
+			return r
+		}
+	}
+	b := newBuilder(owner, c.scheme, c.mapper, c.ownedKind)
+	if err := c.rm.AddResources(ctx, owner, b); err != nil {
+		if isTerminal(err) {
+			r.terminal, r.reason = err, ReasonBuildFailed
+		} else {
+			r.transient, r.reason = errors.Wrap(err, "AddResources"), ReasonBuildFailed
+		}
+		return r
+	}
+	if err := b.err(); err != nil {
+		r.terminal, r.reason = err, ReasonBuildFailed
+		return r
+	}
+	r.nodes = c.runGraph(ctx, owner, b.nodes)
+	r.summarize()
+	if r.failed == 0 && ctx.Err() == nil {
+		r.prune = c.prune(ctx, owner, b.index)
+	}
+	return r
+}
+
+// runGraph applies every node, each once its blockers are ready.
+func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
+	results := make([]nodeResult, len(specs))
+	g := graph.New[NodeID](graph.Options{SizeHint: len(specs)})
+	for i, s := range specs {
+		blockers := make([]NodeID, len(s.blockers))
+		for j, bl := range s.blockers {
+			blockers[j] = bl.id
+		}
+		fn := func(ctx context.Context) error {
+			// Blockers finished before this runs (the scheduler's happens-before), so reading
+			// their slots is safe; each node writes only its own slot.
+			return c.processNode(ctx, owner, s, results, i)
+		}
+		if err := g.AddNode(s.id, fn, blockers...); err != nil {
+			// The Builder checked IDs and blockers already; this is a bug.
+			results[i] = nodeResult{spec: s, state: stateFailed, err: errors.Wrap(err, "add to graph")}
+			return results
+		}
+	}
+	run, _ := g.Run(ctx, graph.RunOptions{MaxParallel: c.opts.MaxParallelNodes})
+	for i, nr := range run.Nodes {
+		res := &results[i]
+		res.spec = specs[i]
+		res.wait, res.duration = nr.Wait, nr.Duration()
+		switch nr.Outcome {
+		case graph.Succeeded:
+			res.state = stateReady
+		case graph.Failed:
+			var w *waitingError
+			if errors.As(nr.Err, &w) {
+				res.state, res.message = stateWaiting, w.Error()
+			} else {
+				res.state, res.err = stateFailed, nr.Err
+			}
+		case graph.Blocked:
+			res.state, res.message = stateBlocked, "waiting for "+nr.BlockedBy.String()
+		case graph.Canceled:
+			res.state, res.message = stateCanceled, "reconcile ended before this node ran"
+		}
+	}
+	return results
+}
+
+func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) error {
+	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(owner, Finalizer)
+	return errors.Wrapf(c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager)),
+		"add finalizer %s to %s %s", Finalizer, c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+}
+
+// forget drops what the Controller remembers about an object.
+func (c *Controller) forget(uid types.UID) { c.fingerprints.Delete(uid) }
+
+func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
+
+// isTerminal reports whether err cannot be fixed by retrying: a reconcile.TerminalError, or an
+// object the API server rejects as invalid or malformed.
+func isTerminal(err error) bool {
+	return errors.Is(err, reconcile.TerminalError(nil)) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}

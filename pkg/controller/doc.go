@@ -1,0 +1,34 @@
+// Package controller is kdag's generic Controller: one reconciler for any custom resource (the
+// owner) whose objects are listed by a small ResourceManager.
+//
+// A reconcile, in ten lines:
+//
+//  1. Get the owner from the cache; if it is being deleted, tear down (finalizer, reverse order).
+//  2. Validate it (optional Validator); a failure is terminal: Stalled, no retry until it changes.
+//  3. AddResources fills a Builder: typed objects, each with DependsOn blockers and options.
+//  4. The graph runs (pkg/graph): a node starts once its blockers are applied and ready.
+//  5. A node gets kdag's labels, an owner reference, its blockers' content hash and its own hash.
+//  6. The live object comes from the cache: same hash and no foreign write on kdag's fields: skip.
+//  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted.
+//  8. Readiness is kstatus (or ReadyWhen); a node not ready holds its dependents, not an error.
+//  9. With no failed node, objects with the owner's UID label that left the graph are pruned.
+//  10. The status (Ready, Reconciling, Stalled, observedGeneration, graph summary) is applied
+//     only if it changed; transient errors back off, terminal ones wait for the owner to change.
+//
+// An operator author writes one ResourceManager per owner kind; its AddResources reads like the
+// list of manifests with their dependencies, and New registers the Controller with a manager:
+//
+//	func (r *Valkey) AddResources(ctx context.Context, owner client.Object, b *controller.Builder) error {
+//		v := owner.(*v1alpha1.Valkey)
+//		config := b.Add(valkeyConfigMap(v))
+//		deploy := b.Add(valkeyDeployment(v), controller.DependsOn(config))
+//		b.Add(valkeyService(v), controller.DependsOn(deploy))
+//		return nil
+//	}
+//
+//	_, err := controller.New(mgr, "valkey", &Valkey{})
+//
+// Rules followed: server-side apply and managed fields (KEP-555), kstatus conditions
+// (sigs.k8s.io/cli-utils/pkg/kstatus), the API conventions for conditions and observedGeneration,
+// owner references and garbage collection, and controller-runtime's terminal errors.
+package controller

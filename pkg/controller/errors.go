@@ -1,0 +1,22 @@
+package controller
+
+import "fmt"
+
+// AdoptionError is a node's error when its object exists but kdag did not create it for this
+// owner. The object is left untouched.
+type AdoptionError struct {
+	// Node is the refused node.
+	Node NodeID
+	// Manager is a field manager of the existing object, when it has no kdag owner at all.
+	Manager string
+	// OtherOwnerUID is set when the object belongs to another kdag owner.
+	OtherOwnerUID string
+}
+
+func (e *AdoptionError) Error() string {
+	if e.OtherOwnerUID != "" {
+		return fmt.Sprintf("%s exists and belongs to another owner (UID %s): rename one of them", e.Node, e.OtherOwnerUID)
+	}
+	return fmt.Sprintf("%s exists and was not created by kdag (field manager %q): delete it, or let the node adopt it with controller.Adopt()",
+		e.Node, e.Manager)
+}

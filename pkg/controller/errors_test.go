@@ -1,0 +1,283 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// validatingRM is widgetRM with a Validator that refuses maxReplicas 0.
+type validatingRM struct{ widgetRM }
+
+func (validatingRM) Validate(_ context.Context, owner client.Object) error {
+	if owner.(*testapi.Widget).Spec.MaxReplicas < 1 {
+		return errors.New("spec.maxReplicas must be at least 1")
+	}
+	return nil
+}
+
+func TestValidate_InvalidOwnerIsStalledUntilFixed(t *testing.T) {
+	f := newFixture(t, validatingRM{widgetRM{readyDeployment: true}})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 0})
+
+	err := f.reconcile("app")
+	if !isTerminalErr(err) {
+		t.Fatalf("reconcile: err = %v, want a terminal error", err)
+	}
+	const want = "spec.maxReplicas must be at least 1"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("reconcile error %q does not carry the validation message", err)
+	}
+	st := f.status("app")
+	stalled, ready := condition(st, api.ConditionStalled), condition(st, api.ConditionReady)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonInvalid || !strings.Contains(stalled.Message, want) {
+		t.Errorf("Stalled condition %+v, want True, reason %s, message with %q", stalled, ReasonInvalid, want)
+	}
+	if ready == nil || ready.Status != metav1.ConditionFalse {
+		t.Errorf("Ready condition %+v, want False", ready)
+	}
+	if rec := condition(st, api.ConditionReconciling); rec != nil {
+		t.Errorf("Reconciling condition %+v, want none while stalled", rec)
+	}
+	if !f.notFound(&corev1.ConfigMap{}, "app-config") {
+		t.Errorf("ConfigMap created for an invalid owner")
+	}
+	ev := f.waitEvent("app", corev1.EventTypeWarning, ReasonInvalid)
+	if !strings.Contains(ev.Note, want) {
+		t.Errorf("Warning event note %q does not carry the validation message", ev.Note)
+	}
+
+	// Fixing the spec clears Stalled.
+	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.MaxReplicas = 2 })
+	f.settle("app")
+	st = f.status("app")
+	if condition(st, api.ConditionStalled) != nil || !isTrue(st, api.ConditionReady) {
+		t.Errorf("conditions after fixing the spec %+v, want Ready=True and no Stalled", st.Conditions)
+	}
+}
+
+func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
+	tests := []struct {
+		name   string
+		add    func(w *testapi.Widget, b *Builder)
+		failed string // name of the rejected node's object
+	}{
+		{
+			name: "ConfigMap with an invalid data key",
+			add: func(w *testapi.Widget, b *Builder) {
+				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Data: map[string]string{"bad key!": "x"}})
+			},
+			failed: "bad",
+		},
+		{
+			name: "Service with port 0",
+			add: func(w *testapi.Widget, b *Builder) {
+				b.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bad"},
+					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 0}}}})
+			},
+			failed: "bad",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error {
+				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "good"}})
+				tt.add(w, b)
+				return nil
+			}})
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+
+			err := f.reconcile("app")
+			if !isTerminalErr(err) {
+				t.Fatalf("reconcile: err = %v, want a terminal error", err)
+			}
+			st := f.status("app")
+			stalled := condition(st, api.ConditionStalled)
+			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonObjectInvalid {
+				t.Fatalf("Stalled condition %+v, want True with reason %s", stalled, ReasonObjectInvalid)
+			}
+			if !strings.Contains(stalled.Message, f.ns+"/"+tt.failed) {
+				t.Errorf("Stalled message %q does not name the rejected object", stalled.Message)
+			}
+			if isTrue(st, api.ConditionReady) {
+				t.Errorf("Ready=True with a rejected node")
+			}
+			f.get(&corev1.ConfigMap{}, "good") // the valid node is applied regardless
+			f.waitEvent("app", corev1.EventTypeWarning, ReasonObjectInvalid)
+		})
+	}
+}
+
+func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
+	tests := []struct {
+		name string
+		rm   func(failures *atomic.Int32) ResourceManager
+		// inject arranges for the ConfigMap node to fail in the next reconcile only.
+		inject func(f *fixture, failures *atomic.Int32)
+	}{
+		{
+			name: "API server answers 500 to the apply",
+			rm:   func(*atomic.Int32) ResourceManager { return widgetRM{readyDeployment: true} },
+			inject: func(f *fixture, _ *atomic.Int32) {
+				f.calls.failNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
+			},
+		},
+		{
+			name: "a mutation fails once",
+			rm: func(failures *atomic.Int32) ResourceManager {
+				return widgetRM{readyDeployment: true, configOpts: []NodeOption{AppendMutation(
+					func(context.Context, client.Object, client.Object) error {
+						if failures.Add(-1) >= 0 {
+							return errors.New("vault unreachable")
+						}
+						return nil
+					})}}
+			},
+			inject: func(_ *fixture, failures *atomic.Int32) { failures.Store(1) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var failures atomic.Int32
+			f := newFixture(t, tt.rm(&failures))
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"k": "v"}})
+			tt.inject(f, &failures)
+
+			err := f.reconcile("app")
+			if err == nil || isTerminalErr(err) {
+				t.Fatalf("reconcile: err = %v, want a transient (non-terminal) error", err)
+			}
+			if !strings.Contains(err.Error(), "ConfigMap "+f.ns+"/app-config") {
+				t.Errorf("reconcile error %q does not name the failed node", err)
+			}
+			st := f.status("app")
+			rec := condition(st, api.ConditionReconciling)
+			if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != ReasonNodeFailed {
+				t.Errorf("Reconciling condition %+v, want True with reason %s", rec, ReasonNodeFailed)
+			}
+			if condition(st, api.ConditionStalled) != nil || isTrue(st, api.ConditionReady) {
+				t.Errorf("conditions %+v, want neither Stalled nor Ready=True", st.Conditions)
+			}
+
+			f.settle("app")
+			st = f.status("app")
+			if !isTrue(st, api.ConditionReady) || condition(st, api.ConditionReconciling) != nil {
+				t.Errorf("conditions after the fault is gone %+v, want Ready=True and no Reconciling", st.Conditions)
+			}
+		})
+	}
+}
+
+func TestBuild_MistakesAreTerminal(t *testing.T) {
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	tests := []struct {
+		name string
+		add  func(b *Builder)
+		want string // in the Stalled message
+	}{
+		{
+			name: "same object twice",
+			add:  func(b *Builder) { b.Add(cm("twice")); b.Add(cm("twice")) },
+			want: "twice: added twice",
+		},
+		{
+			name: "object without a name",
+			add:  func(b *Builder) { b.Add(cm("")) },
+			want: "object has no name",
+		},
+		{
+			name: "nil object",
+			add:  func(b *Builder) { b.Add(nil) },
+			want: "nil object",
+		},
+		{
+			name: "typed nil object",
+			add:  func(b *Builder) { b.Add((*corev1.ConfigMap)(nil)) },
+			want: "nil object",
+		},
+		{
+			name: "blocker whose Add failed",
+			add:  func(b *Builder) { bad := b.Add(cm("")); b.Add(cm("after"), DependsOn(bad)) },
+			want: "is unknown",
+		},
+		{
+			name: "type not owned",
+			add: func(b *Builder) {
+				b.Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}})
+			},
+			want: "not an owned type",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Builder) error {
+				b.Add(cm("fine"))
+				tt.add(b)
+				return nil
+			}})
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+
+			err := f.reconcile("app")
+			if !isTerminalErr(err) {
+				t.Fatalf("reconcile: err = %v, want a terminal error", err)
+			}
+			stalled := condition(f.status("app"), api.ConditionStalled)
+			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonBuildFailed {
+				t.Fatalf("Stalled condition %+v, want True with reason %s", stalled, ReasonBuildFailed)
+			}
+			if !strings.Contains(stalled.Message, tt.want) {
+				t.Errorf("Stalled message %q does not contain %q", stalled.Message, tt.want)
+			}
+			if !f.notFound(&corev1.ConfigMap{}, "fine") {
+				t.Errorf("a graph with mistakes was partly applied")
+			}
+		})
+	}
+}
+
+func TestBuild_AddResourcesErrorKinds(t *testing.T) {
+	tests := []struct {
+		name         string
+		err          error
+		wantTerminal bool
+	}{
+		{name: "plain error is retried", err: errors.New("cache not ready"), wantTerminal: false},
+		{name: "terminal error stalls", err: reconcile.TerminalError(errors.New("spec cannot work")), wantTerminal: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, funcRM{add: func(*testapi.Widget, *Builder) error { return tt.err }})
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+			err := f.reconcile("app")
+			if err == nil || isTerminalErr(err) != tt.wantTerminal {
+				t.Fatalf("reconcile: err = %v, want terminal = %v", err, tt.wantTerminal)
+			}
+			st := f.status("app")
+			stalled := condition(st, api.ConditionStalled)
+			rec := condition(st, api.ConditionReconciling)
+			if tt.wantTerminal && (stalled == nil || stalled.Status != metav1.ConditionTrue) {
+				t.Errorf("Stalled condition %+v, want True", stalled)
+			}
+			if !tt.wantTerminal && (rec == nil || rec.Status != metav1.ConditionTrue || stalled != nil) {
+				t.Errorf("conditions %+v, want Reconciling=True and no Stalled", st.Conditions)
+			}
+		})
+	}
+}
+
+func isTrue(st api.Status, typ string) bool {
+	c := condition(st, typ)
+	return c != nil && c.Status == metav1.ConditionTrue
+}

@@ -1,0 +1,515 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+var (
+	env    *envtest.Environment
+	scheme = runtime.NewScheme()
+)
+
+func TestMain(m *testing.M) {
+	before := goleak.IgnoreCurrent()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(testapi.AddToScheme(scheme))
+	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// calls counts the HTTP requests a manager makes, by kind, while counting is on. Watches and the
+// informers' initial lists are not counted once the test resets the counters. Events are
+// written asynchronously by the recorder's broadcaster, so they are kept apart from the writes
+// a reconcile makes itself.
+type calls struct {
+	mu     sync.Mutex
+	writes []string // "VERB path"
+	reads  []string
+	events []string
+	faults []*fault
+}
+
+// fault makes the next remaining requests with method and path fail with HTTP 500.
+type fault struct {
+	method, path string
+	remaining    int
+}
+
+func (c *calls) record(req *http.Request) {
+	if req.URL.Query().Get("watch") == "true" {
+		return
+	}
+	line := req.Method + " " + req.URL.Path
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case isEventPath(req.URL.Path):
+		c.events = append(c.events, line)
+	case req.Method == http.MethodGet:
+		c.reads = append(c.reads, line)
+	default:
+		c.writes = append(c.writes, line)
+	}
+}
+
+// isEventPath reports whether path is under events.k8s.io or core/v1 events.
+func isEventPath(path string) bool {
+	if strings.HasPrefix(path, "/apis/events.k8s.io/") {
+		return true
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	// api/v1/namespaces/<ns>/events[/<name>] or api/v1/events
+	return len(parts) >= 3 && parts[0] == "api" &&
+		(parts[2] == "events" || len(parts) >= 5 && parts[2] == "namespaces" && parts[4] == "events")
+}
+
+// failNext makes the next n requests with method and path fail with HTTP 500 (InternalError).
+func (c *calls) failNext(method, path string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n})
+}
+
+// takeFault reports whether req must fail, counting it against its fault.
+func (c *calls) takeFault(req *http.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.faults {
+		if f.remaining > 0 && f.method == req.Method && f.path == req.URL.Path {
+			f.remaining--
+			return true
+		}
+	}
+	return false
+}
+
+func (c *calls) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes, c.reads, c.events = nil, nil, nil
+}
+
+func (c *calls) snapshot() (writes, reads []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes...), append([]string(nil), c.reads...)
+}
+
+type roundTripper struct {
+	next  http.RoundTripper
+	calls *calls
+}
+
+func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt.calls.record(req)
+	if rt.calls.takeFault(req) {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		const body = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+			`"message":"injected fault","reason":"InternalError","code":500}`
+		return &http.Response{
+			StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:        http.Header{"Content-Type": {"application/json"}},
+			Body:          io.NopCloser(strings.NewReader(body)),
+			ContentLength: int64(len(body)),
+			Request:       req,
+		}, nil
+	}
+	return rt.next.RoundTrip(req)
+}
+
+// fixture is a started manager with one kdag Controller that is not registered for watches:
+// tests call Reconcile themselves, so they decide when reconciles happen.
+type fixture struct {
+	t     testing.TB
+	ns    string
+	mgr   ctrl.Manager
+	c     *Controller
+	calls *calls
+	cl    client.Client // uncached, for test setup and assertions
+	rm    ResourceManager
+	opts  []Option
+}
+
+func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ns: env.Namespace(t), calls: &calls{}, cl: env.Client, rm: rm, opts: opts}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{f.ns: {}},
+			ByObject:          CacheByObject(&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}),
+		},
+		Controller: ctrlConfigSkipNameValidation(),
+	})
+	if err != nil {
+		t.Fatalf("new manager: %v", err)
+	}
+	f.mgr = mgr
+	f.c, err = newController(mgr, "widget-"+f.ns, rm, opts...)
+	if err != nil {
+		t.Fatalf("new controller: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return f
+}
+
+// restart replaces the Controller with a new one of the same name, as a restarted operator
+// process would have: it remembers nothing of earlier reconciles.
+func (f *fixture) restart() {
+	f.t.Helper()
+	c, err := newController(f.mgr, f.c.name, f.rm, f.opts...)
+	if err != nil {
+		f.t.Fatalf("new controller: %v", err)
+	}
+	f.c = c
+}
+
+// widget creates a Widget in the fixture's namespace.
+func (f *fixture) widget(name string, spec testapi.WidgetSpec) *testapi.Widget {
+	f.t.Helper()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}, Spec: spec}
+	if err := f.cl.Create(context.Background(), w); err != nil {
+		f.t.Fatalf("create widget: %v", err)
+	}
+	return w
+}
+
+// reconcile runs one reconcile of the named widget.
+func (f *fixture) reconcile(name string) error {
+	_, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: name}})
+	return err
+}
+
+// settle reconciles until a reconcile makes no write and the cache has caught up with it, so
+// that what follows starts from the steady state. It fails the test after 20 s. It returns
+// every write the reconciles made.
+func (f *fixture) settle(name string) []string {
+	f.t.Helper()
+	var all []string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		f.calls.reset()
+		_ = f.reconcile(name)
+		writes, _ := f.calls.snapshot()
+		all = append(all, writes...)
+		return len(writes) == 0, nil
+	})
+	if err != nil {
+		writes, _ := f.calls.snapshot()
+		f.t.Fatalf("owner %s did not settle; last writes: %s", name, strings.Join(writes, ", "))
+	}
+	return all
+}
+
+// get reads obj from the API server (not the cache).
+func (f *fixture) get(obj client.Object, name string) client.Object {
+	f.t.Helper()
+	if err := f.cl.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, obj); err != nil {
+		f.t.Fatalf("get %T %s: %v", obj, name, err)
+	}
+	return obj
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: did not happen within 20 s", what)
+	}
+}
+
+// widgetRM is the test ResourceManager: a ConfigMap from spec.data, a generated Secret
+// (create-only), a Service, and a Deployment that depends on both; spec.components switches on
+// extra ConfigMaps named "extra-<component>".
+type widgetRM struct {
+	readyDeployment bool         // override the Deployment's readiness (envtest runs no controllers)
+	afterDeploy     bool         // add a ConfigMap "<name>-after-deploy" that depends on the Deployment
+	configOpts      []NodeOption // extra options of the "<name>-config" node
+}
+
+func (widgetRM) NewEmpty() client.Object { return &testapi.Widget{} }
+
+func (widgetRM) OwnedTypes() []client.Object {
+	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}
+}
+
+func (rm widgetRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
+	w := owner.(*testapi.Widget)
+	labels := map[string]string{"app": w.Name}
+	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data}, rm.configOpts...)
+	secret := b.Add(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"},
+		// A new random value on every call, as a password generator would: only CreateOnly
+		// keeps it from being rewritten on every reconcile.
+		StringData: map[string]string{"password": rand.Text()},
+	}, CreateOnly())
+	b.Add(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+		Spec: corev1.ServiceSpec{
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80}},
+		},
+	})
+	var opts []NodeOption
+	opts = append(opts, DependsOn(cm, secret))
+	if rm.readyDeployment {
+		opts = append(opts, ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	}
+	deploy := b.Add(&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(w.Spec.Replicas, 1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "nginx:1.27",
+					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
+				}}},
+			},
+		},
+	}, opts...)
+	if rm.afterDeploy {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-deploy"}}, DependsOn(deploy))
+	}
+	for _, comp := range w.Spec.Components {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "extra-" + comp}})
+	}
+	return nil
+}
+
+func ctrlConfigSkipNameValidation() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true)}
+}
+
+// cached reads obj from the manager's cache, which the Controller reads from.
+func (f *fixture) cached(obj client.Object, name string) error {
+	return f.mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, obj)
+}
+
+// waitCached polls the cache until cond holds for the cached obj (cond sees a nil error only).
+func (f *fixture) waitCached(obj client.Object, name, what string, cond func() bool) {
+	f.t.Helper()
+	eventually(f.t, what, func() bool { return f.cached(obj, name) == nil && cond() })
+}
+
+// waitCachedGone polls the cache until it no longer holds obj.
+func (f *fixture) waitCachedGone(obj client.Object, name string) {
+	f.t.Helper()
+	eventually(f.t, "cache drops "+name, func() bool { return apierrors.IsNotFound(f.cached(obj, name)) })
+}
+
+// waitCachedVersion polls the cache until it holds obj at resourceVersion rv or later.
+func (f *fixture) waitCachedVersion(obj client.Object, name, rv string) {
+	f.t.Helper()
+	want, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		f.t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	f.waitCached(obj, name, fmt.Sprintf("cache sees %T %s at resourceVersion %s", obj, name, rv), func() bool {
+		got, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+		return err == nil && got >= want
+	})
+}
+
+// update changes obj (read from the API server) with mutate and writes it with a plain Update
+// as field manager "kubectl-edit", as a person editing the object would; then it waits until
+// the cache holds the change. It returns the updated object.
+func (f *fixture) update(obj client.Object, name string, mutate func(client.Object), opts ...client.UpdateOption) client.Object {
+	f.t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return f.cl.Update(ctx, obj, opts...)
+	})
+	if err != nil {
+		f.t.Fatalf("update %T %s: %v", obj, name, err)
+	}
+	f.waitCachedVersion(obj.DeepCopyObject().(client.Object), name, obj.GetResourceVersion())
+	return obj
+}
+
+// foreignUpdate is update by field manager "kubectl-edit".
+func (f *fixture) foreignUpdate(obj client.Object, name string, mutate func(client.Object)) client.Object {
+	f.t.Helper()
+	return f.update(obj, name, mutate, client.FieldOwner("kubectl-edit"))
+}
+
+// updateWidget changes the named Widget's spec and waits until the cache holds the change.
+func (f *fixture) updateWidget(name string, mutate func(*testapi.Widget)) *testapi.Widget {
+	f.t.Helper()
+	return f.update(&testapi.Widget{}, name, func(o client.Object) { mutate(o.(*testapi.Widget)) }).(*testapi.Widget)
+}
+
+// status reads the named Widget's status from the API server.
+func (f *fixture) status(name string) api.Status {
+	f.t.Helper()
+	return f.get(&testapi.Widget{}, name).(*testapi.Widget).Status.Status
+}
+
+// notFound reports whether the API server has no obj called name.
+func (f *fixture) notFound(obj client.Object, name string) bool {
+	f.t.Helper()
+	err := f.cl.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
+		f.t.Fatalf("get %T %s: %v", obj, name, err)
+	}
+	return apierrors.IsNotFound(err)
+}
+
+// events lists the events (events.k8s.io/v1) in the fixture's namespace with reason.
+func (f *fixture) events(reason string) []eventsv1.Event {
+	f.t.Helper()
+	var list eventsv1.EventList
+	if err := f.cl.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
+		f.t.Fatalf("list events: %v", err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitEvent waits for an event with reason and type about the named Widget and returns it.
+func (f *fixture) waitEvent(owner, typ, reason string) eventsv1.Event {
+	f.t.Helper()
+	var found eventsv1.Event
+	eventually(f.t, fmt.Sprintf("%s event %s on Widget %s", typ, reason, owner), func() bool {
+		for _, e := range f.events(reason) {
+			if e.Type == typ && e.Regarding.Kind == "Widget" && e.Regarding.Name == owner {
+				found = e
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// objectWrites returns the writes counted since the last reset.
+func (f *fixture) objectWrites() []string {
+	w, _ := f.calls.snapshot()
+	return w
+}
+
+// markDeploymentAvailable sets the named Deployment's status as the Deployment controller
+// would for an available rollout (envtest runs no controllers) and waits for the cache.
+func (f *fixture) markDeploymentAvailable(name string) {
+	f.t.Helper()
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, d); err != nil {
+			return err
+		}
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		now := metav1.Now()
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation,
+			Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+					LastUpdateTime: now, LastTransitionTime: now},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
+					LastUpdateTime: now, LastTransitionTime: now},
+			},
+		}
+		return f.cl.Status().Update(ctx, d)
+	})
+	if err != nil {
+		f.t.Fatalf("set status of Deployment %s: %v", name, err)
+	}
+	f.waitCachedVersion(&appsv1.Deployment{}, name, d.ResourceVersion)
+}
+
+// condition returns the condition of type typ, or nil.
+func condition(st api.Status, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(st.Conditions, typ)
+}
+
+// isTerminalErr reports whether err is a reconcile.TerminalError.
+func isTerminalErr(err error) bool { return errors.Is(err, reconcile.TerminalError(nil)) }
+
+// funcRM is a ResourceManager over Widgets whose graph is the add function.
+type funcRM struct {
+	add func(w *testapi.Widget, b *Builder) error
+}
+
+func (funcRM) NewEmpty() client.Object { return &testapi.Widget{} }
+
+func (funcRM) OwnedTypes() []client.Object {
+	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}
+}
+
+func (rm funcRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
+	return rm.add(owner.(*testapi.Widget), b)
+}

@@ -1,0 +1,50 @@
+package controller
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ResourceManager is what an operator author writes: it names the owner type and lists the
+// objects an owner needs, with their dependencies. The Controller calls it on every reconcile.
+type ResourceManager interface {
+	// NewEmpty returns a new, empty object of the owner type (the reconciled custom resource),
+	// for example &v1alpha1.Gitea{}. It is called for every request and must not share state.
+	NewEmpty() client.Object
+	// AddResources adds to b the objects owner needs (b.Add) with their blockers (DependsOn).
+	// owner is a deep copy from the cache: reading it is free, changing it has no effect. It must
+	// not call the API server for objects it adds: the Controller reads and writes them.
+	//
+	// A returned error fails the reconcile: wrapped with reconcile.TerminalError it marks the
+	// owner Stalled and waits for the owner to change; any other error is retried with backoff.
+	AddResources(ctx context.Context, owner client.Object, b *Builder) error
+}
+
+// Validator is an optional ResourceManager interface for semantic checks the API server's schema
+// and CEL rules cannot express (for example, a referenced Secret must have certain keys).
+type Validator interface {
+	// Validate returns nil when owner can be reconciled. A returned error is terminal: the owner
+	// is marked Stalled with the error as message, a Warning event is emitted, and the reconcile
+	// is not retried until the owner changes. Say what to change in the message.
+	Validate(ctx context.Context, owner client.Object) error
+}
+
+// Cleaner is an optional ResourceManager interface for cleanup that owner references cannot do
+// (external resources, objects in other namespaces). When implemented, the Controller holds a
+// finalizer on every owner, deletes the owner's objects in reverse dependency order once the
+// owner is deleted, then calls Cleanup, then removes the finalizer.
+type Cleaner interface {
+	// Cleanup releases what owner holds outside its objects. An error is reported (event and
+	// condition) and retried with backoff; the finalizer stays until Cleanup returns nil, so
+	// Cleanup must be idempotent.
+	Cleanup(ctx context.Context, owner client.Object) error
+}
+
+// OwnedTypes is an optional ResourceManager interface that declares the types of the objects
+// AddResources may add. The Controller watches them (owner references lead back to the owner),
+// prunes among them, and refuses a node of an undeclared type. Without it, pass WithOwnedTypes.
+type OwnedTypes interface {
+	// OwnedTypes returns one empty object per owned type, for example &appsv1.Deployment{}.
+	OwnedTypes() []client.Object
+}

@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels and annotations kdag puts on every object it applies.
+const (
+	// LabelManagedBy is the standard app.kubernetes.io/managed-by label, set to "kdag".
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelController names the kdag controller that applied the object. The label-selected
+	// cache (CacheByObject) keeps only objects that carry it.
+	LabelController = "kdag.dev/controller"
+	// LabelOwnerUID is the UID of the owner. Pruning and adoption decisions match on it, never on
+	// names, so an owner deleted and re-created under the same name does not claim the old
+	// owner's objects.
+	LabelOwnerUID = "kdag.dev/owner-uid"
+
+	// AnnotationDesiredHash is the hash of the desired object (after mutations) that kdag last
+	// applied. An equal hash on the live object, with no drift in managed fields, skips the write.
+	AnnotationDesiredHash = "kdag.dev/desired-hash"
+	// AnnotationDependenciesHash is the hash of the node's blockers' content (ConfigMap and
+	// Secret data, the spec of others). On workloads it is also set on the pod template, so a
+	// configuration change rolls the pods.
+	AnnotationDependenciesHash = "kdag.dev/dependencies-hash"
+
+	// Finalizer is held on owners whose ResourceManager is a Cleaner or whose Controller has
+	// OrderedTeardown.
+	Finalizer = "kdag.dev/teardown"
+)
+
+// CacheByObject returns the manager cache settings that keep, for each given owned type, only
+// the objects a kdag controller applied (those with LabelController), so the cache's memory
+// follows what kdag owns rather than the cluster's size. Pass it as cache.Options.ByObject.
+//
+// Do not include a type that a kdag controller also reconciles as an owner (a child custom
+// resource): its controller must see every object of its type, labelled or not.
+func CacheByObject(owned ...client.Object) map[client.Object]cache.ByObject {
+	req, err := labels.NewRequirement(LabelController, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	sel := labels.NewSelector().Add(*req)
+	out := make(map[client.Object]cache.ByObject, len(owned))
+	for _, obj := range owned {
+		out[obj] = cache.ByObject{Label: sel}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package controller
+
+import (
+	"context"
+	"sort"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kdag-dev/kdag/pkg/resources"
+)
+
+// processNode brings one node's object to its desired state and checks its readiness. It
+// returns nil when the object is ready, a *waitingError when it is applied but not ready, and
+// an error naming the object otherwise.
+func (c *Controller) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
+	res := &results[i]
+	desired, err := c.desired(ctx, owner, s, results)
+	if err != nil {
+		return err
+	}
+
+	live, err := c.newObject(s)
+	if err != nil {
+		return err
+	}
+	switch err := c.client.Get(ctx, client.ObjectKeyFromObject(desired), live); {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return errors.Wrapf(err, "%s: read from cache", s.id)
+	}
+
+	var applied *unstructured.Unstructured
+	if live == nil {
+		applied, res.action, err = c.create(ctx, owner, s, desired)
+	} else {
+		applied, res.action, res.drifted, err = c.update(ctx, owner, s, desired, live)
+	}
+	if err != nil {
+		return err
+	}
+
+	// The object to judge readiness and content by: the apply response, or the cached object.
+	current := applied
+	if current == nil {
+		if current, err = resources.ToUnstructured(live, s.gvk); err != nil {
+			return errors.Wrapf(err, "%s: convert live object", s.id)
+		}
+	}
+	if s.createOnly {
+		res.contentHash, err = resources.ContentHash(current)
+	} else {
+		res.contentHash, err = resources.ContentHash(desired)
+	}
+	if err != nil {
+		return errors.Wrapf(err, "%s: hash content", s.id)
+	}
+	return c.checkReady(s, current, live)
+}
+
+// desired returns the node's object as it will be applied: the author's object with the node's
+// mutations, kdag's labels, the owner reference, the dependencies' hash and the desired hash.
+func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult) (*unstructured.Unstructured, error) {
+	obj, ok := s.obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, errors.Errorf("%s: object is not a client.Object", s.id)
+	}
+	for _, m := range s.mutations {
+		if err := m(ctx, owner, obj); err != nil {
+			return nil, errors.Wrapf(err, "%s: mutation", s.id)
+		}
+	}
+	lbls := obj.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[LabelManagedBy] = "kdag"
+	lbls[LabelController] = c.name
+	lbls[LabelOwnerUID] = string(owner.GetUID())
+	obj.SetLabels(lbls)
+	if obj.GetNamespace() == owner.GetNamespace() {
+		obj.SetOwnerReferences(nil)
+		if err := controllerutil.SetControllerReference(owner, obj, c.scheme); err != nil {
+			return nil, errors.Wrapf(err, "%s: set owner reference", s.id)
+		}
+	}
+
+	u, err := resources.Desired(obj, s.gvk)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s: prepare for apply", s.id)
+	}
+	if depHash := dependenciesHash(s, results); depHash != "" {
+		if err := setAnnotation(u, depHash, AnnotationDependenciesHash); err != nil {
+			return nil, errors.Wrapf(err, "%s: annotate", s.id)
+		}
+		if err := annotatePodTemplate(u, AnnotationDependenciesHash, depHash); err != nil {
+			return nil, errors.Wrapf(err, "%s: annotate pod template", s.id)
+		}
+	}
+	hash, err := resources.DesiredHash(u, AnnotationDesiredHash)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s: hash desired object", s.id)
+	}
+	if err := setAnnotation(u, hash, AnnotationDesiredHash); err != nil {
+		return nil, errors.Wrapf(err, "%s: annotate", s.id)
+	}
+	return u, nil
+}
+
+// dependenciesHash combines the content hashes of the node's blockers, "" without blockers.
+func dependenciesHash(s *nodeSpec, results []nodeResult) string {
+	if len(s.blockers) == 0 {
+		return ""
+	}
+	hashes := make(map[string]string, len(s.blockers))
+	for _, b := range s.blockers {
+		hashes[b.id.String()] = results[b.index].contentHash
+	}
+	return resources.CombineHashes(hashes)
+}
+
+// create writes a node's object that the cache does not hold. The cache only holds objects
+// with kdag's labels, so one uncached read tells a new object from one kdag did not create (or
+// one the cache has not seen yet). This read happens once per object, at creation.
+func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured) (*unstructured.Unstructured, Action, error) {
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(s.gvk)
+	err := c.reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return desired, ActionCreated, c.apply(ctx, s, desired)
+	case err != nil:
+		return nil, "", errors.Wrapf(err, "%s: read", s.id)
+	}
+	if existing.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
+		if !s.adopt {
+			return nil, ActionRefused, &AdoptionError{Node: s.id, Manager: foreignManager(existing.GetManagedFields(), c.opts.FieldManager)}
+		}
+		return desired, ActionAdopted, c.apply(ctx, s, desired)
+	}
+	// Ours, but not in the cache yet: apply as usual.
+	return desired, ActionApplied, c.apply(ctx, s, desired)
+}
+
+// update decides whether a cached object needs a write and applies it if so. It returns a nil
+// object when it skipped the write.
+func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured, live client.Object) (*unstructured.Unstructured, Action, []string, error) {
+	if live.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) && !s.adopt {
+		return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID]}
+	}
+	if s.createOnly {
+		return nil, ActionSkipped, nil, nil
+	}
+	liveU, err := resources.ToUnstructured(live, s.gvk)
+	if err != nil {
+		return nil, "", nil, errors.Wrapf(err, "%s: convert live object", s.id)
+	}
+	drifted, err := resources.Drift(liveU, desired, c.opts.FieldManager)
+	if err != nil {
+		return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
+	}
+	if len(drifted) == 0 && c.fingerprintChanged(liveU) {
+		drifted = []string{"(fields owned by " + c.opts.FieldManager + " were changed or removed)"}
+	}
+	if len(drifted) == 0 && liveU.GetAnnotations()[AnnotationDesiredHash] == desired.GetAnnotations()[AnnotationDesiredHash] {
+		return nil, ActionSkipped, nil, nil
+	}
+	return desired, ActionApplied, drifted, c.apply(ctx, s, desired)
+}
+
+// apply server-side applies desired with kdag's field manager, forcing ownership (kdag only
+// applies objects it created or was told to adopt), and leaves the response in desired.
+func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) error {
+	err := c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+		client.FieldOwner(c.opts.FieldManager), client.ForceOwnership)
+	if err != nil {
+		return errors.Wrapf(err, "%s: apply", s.id)
+	}
+	c.fingerprints.Store(desired.GetUID(), resources.OwnedFieldsFingerprint(desired, c.opts.FieldManager))
+	return nil
+}
+
+// fingerprintChanged reports whether kdag's managed fields on live differ from those right
+// after kdag's last apply; false when kdag has not applied it since the process started.
+func (c *Controller) fingerprintChanged(live *unstructured.Unstructured) bool {
+	want, ok := c.fingerprints.Load(live.GetUID())
+	return ok && want.(string) != resources.OwnedFieldsFingerprint(live, c.opts.FieldManager)
+}
+
+// checkReady returns nil when current is ready, a *waitingError when not yet, and an error when
+// it failed for good (a Failed Job) or the readiness function failed.
+func (c *Controller) checkReady(s *nodeSpec, current *unstructured.Unstructured, live client.Object) error {
+	if s.readyWhen != nil {
+		typed, err := c.newObject(s)
+		if err != nil {
+			return err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, typed); err != nil {
+			return errors.Wrapf(err, "%s: convert for readiness", s.id)
+		}
+		ok, err := s.readyWhen(typed)
+		switch {
+		case err != nil:
+			return errors.Wrapf(err, "%s: readiness", s.id)
+		case !ok:
+			return &waitingError{msg: s.id.String() + " is not ready"}
+		}
+		return nil
+	}
+	r, err := resources.Ready(current)
+	switch {
+	case err != nil:
+		return errors.Wrapf(err, "%s: readiness", s.id)
+	case r.Status == "Failed":
+		return errors.Errorf("%s: failed: %s", s.id, r.Message)
+	case !r.Ready:
+		return &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
+	}
+	return nil
+}
+
+func (c *Controller) newObject(s *nodeSpec) (client.Object, error) {
+	obj, err := c.scheme.New(s.gvk)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s: new object", s.id)
+	}
+	co, ok := obj.(client.Object)
+	if !ok {
+		return nil, errors.Errorf("%s: %T is not a client.Object", s.id, obj)
+	}
+	return co, nil
+}
+
+func setAnnotation(u *unstructured.Unstructured, value, key string) error {
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[key] = value
+	u.SetAnnotations(ann)
+	return nil
+}
+
+// annotatePodTemplate sets key on the pod template of a workload (Deployment, StatefulSet,
+// DaemonSet, ReplicaSet, Job: spec.template; CronJob: spec.jobTemplate.spec.template), so that
+// a change of the value rolls the pods. Other kinds are left alone.
+func annotatePodTemplate(u *unstructured.Unstructured, key, value string) error {
+	for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
+		tmpl, found, err := unstructured.NestedMap(u.Object, path...)
+		if err != nil || !found {
+			continue
+		}
+		if _, isPod := tmpl["spec"]; !isPod {
+			continue
+		}
+		return unstructured.SetNestedField(u.Object, value, append(path, "metadata", "annotations", key)...)
+	}
+	return nil
+}
+
+// foreignManager names the field managers of an object kdag did not create, for the message.
+func foreignManager(entries []metav1.ManagedFieldsEntry, self string) string {
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if e.Manager != self {
+			seen[e.Manager] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "unknown"
+	}
+	return names[0]
+}

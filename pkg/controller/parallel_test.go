@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxParallel int
+		nodes       int
+	}{
+		{name: "bound 1", maxParallel: 1, nodes: 6},
+		{name: "bound 3", maxParallel: 3, nodes: 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var running, peak atomic.Int32
+			slow := PrependMutation(func(context.Context, client.Object, client.Object) error {
+				n := running.Add(1)
+				defer running.Add(-1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(30 * time.Millisecond)
+				return nil
+			})
+			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Builder) error {
+				for i := range tt.nodes {
+					b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}}, slow)
+				}
+				return nil
+			}}, WithMaxParallelNodes(tt.maxParallel))
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+			if err := f.reconcile("app"); err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if got := int(peak.Load()); got != tt.maxParallel {
+				t.Errorf("at most %d nodes ran at once, want %d (independent nodes up to MaxParallelNodes)", got, tt.maxParallel)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+type pruneResult struct {
+	pruned []NodeID
+	err    error
+}
+
+// prune deletes the objects of the owned types that carry this owner's UID label but are not in
+// the graph any more (a component switched off). It reads from the cache, matches on the owner's
+// UID (never on names) and deletes with a UID precondition, so it cannot touch an object that
+// kdag did not apply for this owner.
+func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) pruneResult {
+	var r pruneResult
+	for _, obj := range c.ownedObjects(ctx, owner, &r.err) {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if _, ok := inGraph[id]; ok || !obj.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		if err := c.deleteObject(ctx, obj); err != nil {
+			r.err = errors.Wrapf(err, "prune %s", id)
+			continue
+		}
+		logFrom(ctx).Info("pruned", "node", id.String(), "action", ActionPruned)
+		r.pruned = append(r.pruned, id)
+	}
+	return r
+}
+
+// ownedObjects lists, from the cache, every object of the owned types that carries the owner's
+// UID label, with its GVK set. A failed list is recorded in *errp and skipped.
+func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp *error) []client.Object {
+	var out []client.Object
+	for _, t := range c.owned {
+		obj, err := c.scheme.New(t.list)
+		if err != nil {
+			*errp = errors.Wrapf(err, "new %s", t.list.Kind)
+			continue
+		}
+		list, ok := obj.(client.ObjectList)
+		if !ok {
+			continue
+		}
+		if err := c.client.List(ctx, list, client.MatchingLabels{LabelOwnerUID: string(owner.GetUID())}); err != nil {
+			*errp = errors.Wrapf(err, "list %s", t.list.Kind)
+			continue
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			*errp = errors.Wrapf(err, "read %s", t.list.Kind)
+			continue
+		}
+		for _, item := range items {
+			o, ok := item.(client.Object)
+			if !ok {
+				continue
+			}
+			o.GetObjectKind().SetGroupVersionKind(t.gvk)
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// deleteObject deletes obj in the background if it is still the same object (UID
+// precondition); an object already gone is not an error.
+func (c *Controller) deleteObject(ctx context.Context, obj client.Object) error {
+	uid := obj.GetUID()
+	err := c.client.Delete(ctx, obj,
+		client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &uid})
+	if err == nil || apierrors.IsNotFound(err) {
+		c.forget(uid)
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"strings"
+	"time"
+
+	"github.com/pkg/errors"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Action is what a reconcile did to a node's object. It reads well in logs, events and metrics.
+type Action string
+
+// Actions.
+const (
+	// ActionCreated: the object did not exist and was created.
+	ActionCreated Action = "created"
+	// ActionApplied: the object was applied because its desired state changed or drifted.
+	ActionApplied Action = "applied"
+	// ActionSkipped: the live object already matched; no write.
+	ActionSkipped Action = "skipped"
+	// ActionAdopted: an existing object kdag did not create was taken over (Adopt).
+	ActionAdopted Action = "adopted"
+	// ActionRefused: an existing object kdag did not create was left alone.
+	ActionRefused Action = "refused"
+	// ActionPruned: the object was deleted because the graph no longer holds it.
+	ActionPruned Action = "pruned"
+	// ActionDeleted: the object was deleted during the owner's teardown.
+	ActionDeleted Action = "deleted"
+)
+
+// Condition reasons kdag writes. They are stable: the same situation gives the same reason and
+// message, so writing the status does not start another reconcile.
+const (
+	ReasonReady         = "Ready"
+	ReasonWaiting       = "WaitingForNodes"
+	ReasonNodeFailed    = "NodeFailed"
+	ReasonInvalid       = "Invalid"
+	ReasonBuildFailed   = "BuildFailed"
+	ReasonObjectInvalid = "ObjectInvalid"
+	ReasonTearingDown   = "TearingDown"
+	ReasonCleanupFailed = "CleanupFailed"
+)
+
+type nodeState int
+
+const (
+	stateReady nodeState = iota
+	stateWaiting
+	stateFailed
+	stateBlocked
+	stateCanceled
+)
+
+// nodeResult is what happened to one node; written only by the node's own work function.
+type nodeResult struct {
+	spec        *nodeSpec
+	state       nodeState
+	action      Action
+	drifted     []string // fields another writer changed, repaired by this apply
+	message     string   // why the node is not ready
+	err         error
+	contentHash string // what dependents consume; set when the node succeeded
+	wait        time.Duration
+	duration    time.Duration
+}
+
+// waitingError is returned by a node whose object is applied but not ready: its dependents do
+// not run, and the reconcile ends without error (the object's watch resumes it).
+type waitingError struct{ msg string }
+
+func (e *waitingError) Error() string { return e.msg }
+
+// outcome is the result of one reconcile, from which status, events and the return value come.
+type outcome struct {
+	start     time.Time
+	nodes     []nodeResult
+	prune     pruneResult
+	terminal  error  // Stalled: only a change of the owner helps
+	transient error  // retried with backoff
+	reason    string // reason of the terminal or transient error
+
+	ready, waiting, failed, blocked, canceled int
+}
+
+func (r *outcome) summarize() {
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		switch n.state {
+		case stateReady:
+			r.ready++
+		case stateWaiting:
+			r.waiting++
+		case stateFailed:
+			r.failed++
+			if isTerminal(n.err) {
+				if r.terminal == nil {
+					r.terminal, r.reason = n.err, ReasonObjectInvalid
+				}
+			} else if r.transient == nil {
+				r.transient, r.reason = n.err, ReasonNodeFailed
+			}
+		case stateBlocked:
+			r.blocked++
+		case stateCanceled:
+			r.canceled++
+		}
+	}
+	if r.prune.err != nil && r.transient == nil {
+		r.transient, r.reason = r.prune.err, ReasonNodeFailed
+	}
+}
+
+// allReady reports whether every node is ready and nothing failed.
+func (r *outcome) allReady() bool {
+	return r.terminal == nil && r.transient == nil && r.ready == len(r.nodes) && len(r.nodes) > 0 ||
+		r.terminal == nil && r.transient == nil && len(r.nodes) == 0 && r.reason == ""
+}
+
+// returnErr is what Reconcile returns: terminal errors are not retried, transient ones are.
+func (r *outcome) returnErr() error {
+	switch {
+	case r.terminal != nil:
+		return reconcile.TerminalError(r.terminal)
+	case r.transient != nil:
+		return r.failureError()
+	}
+	return nil
+}
+
+// failureError joins the failed nodes' errors, each naming its node.
+func (r *outcome) failureError() error {
+	var msgs []string
+	for i := range r.nodes {
+		if r.nodes[i].state == stateFailed {
+			msgs = append(msgs, r.nodes[i].err.Error())
+		}
+	}
+	if r.prune.err != nil {
+		msgs = append(msgs, r.prune.err.Error())
+	}
+	if len(msgs) == 0 {
+		return r.transient
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}

@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+)
+
+// writeStatus computes the owner's kdag status from r, emits events for what changed, and
+// writes the status with a server-side apply of the status subresource — only when it differs
+// from the cached owner's, so an unchanged owner costs no write.
+func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
+	old, err := currentStatus(owner)
+	if err != nil {
+		return errors.Wrapf(err, "%s %s: read status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	}
+	next := old.DeepCopy()
+	next.ObservedGeneration = owner.GetGeneration()
+	next.OperatorVersion = c.opts.OperatorVersion
+	next.Graph = r.graphSummary()
+	setConditions(next, owner.GetGeneration(), r)
+
+	c.emitNodeEvents(owner, r)
+	c.emitConditionEvents(owner, old, next)
+
+	if equality.Semantic.DeepEqual(old, next) {
+		return nil
+	}
+	return c.applyStatus(ctx, owner, next)
+}
+
+// currentStatus reads kdag's status block from any owner type.
+func currentStatus(owner client.Object) (*api.Status, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(owner)
+	if err != nil {
+		return nil, err
+	}
+	st := &api.Status{}
+	raw, found, err := unstructured.NestedMap(u, "status")
+	if err != nil || !found {
+		return st, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (c *Controller) applyStatus(ctx context.Context, owner client.Object, st *api.Status) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+	if err != nil {
+		return errors.Wrap(err, "convert status")
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
+	u.SetGroupVersionKind(c.ownerGVK)
+	u.SetNamespace(owner.GetNamespace())
+	u.SetName(owner.GetName())
+	err = c.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(c.opts.FieldManager), client.ForceOwnership)
+	return errors.Wrapf(client.IgnoreNotFound(err), "%s %s: write status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+}
+
+// setConditions sets Ready, Reconciling and Stalled following kstatus: Ready=True alone when
+// everything is ready; Reconciling=True while nodes wait or errors are retried; Stalled=True
+// when only a change of the owner helps. Conditions that do not hold are removed, and
+// meta.SetStatusCondition keeps lastTransitionTime when a condition's status does not change.
+func setConditions(st *api.Status, generation int64, r *outcome) {
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: generation,
+		})
+	}
+	switch {
+	case r.terminal != nil:
+		msg := r.terminal.Error()
+		set(api.ConditionReady, metav1.ConditionFalse, r.reason, msg)
+		set(api.ConditionStalled, metav1.ConditionTrue, r.reason, msg)
+		meta.RemoveStatusCondition(&st.Conditions, api.ConditionReconciling)
+	case r.transient != nil:
+		msg := r.failureError().Error()
+		set(api.ConditionReady, metav1.ConditionFalse, r.reason, msg)
+		set(api.ConditionReconciling, metav1.ConditionTrue, r.reason, "retrying: "+msg)
+		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+	case r.ready < len(r.nodes):
+		msg := r.waitingMessage()
+		set(api.ConditionReady, metav1.ConditionFalse, ReasonWaiting, msg)
+		set(api.ConditionReconciling, metav1.ConditionTrue, ReasonWaiting, msg)
+		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+	default:
+		set(api.ConditionReady, metav1.ConditionTrue, ReasonReady, fmt.Sprintf("%d nodes ready", len(r.nodes)))
+		meta.RemoveStatusCondition(&st.Conditions, api.ConditionReconciling)
+		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+	}
+}
+
+// waitingMessage names the nodes that wait for readiness (not the blocked ones behind them).
+func (r *outcome) waitingMessage() string {
+	var names []string
+	for i := range r.nodes {
+		if r.nodes[i].state == stateWaiting {
+			names = append(names, r.nodes[i].spec.id.String())
+		}
+	}
+	if len(names) == 0 {
+		return "reconcile did not finish"
+	}
+	return "waiting for " + strings.Join(names, ", ")
+}
+
+// graphSummary counts nodes by state and lists the ones not ready, failed first, capped.
+func (r *outcome) graphSummary() *api.GraphSummary {
+	if len(r.nodes) == 0 {
+		return nil
+	}
+	g := &api.GraphSummary{
+		Total: int32(len(r.nodes)), Ready: int32(r.ready), Waiting: int32(r.waiting),
+		Failed: int32(r.failed), Blocked: int32(r.blocked), Canceled: int32(r.canceled),
+	}
+	for _, want := range []nodeState{stateFailed, stateWaiting, stateBlocked, stateCanceled} {
+		for i := range r.nodes {
+			n := &r.nodes[i]
+			if n.state != want || len(g.NotReady) >= api.MaxNotReady {
+				continue
+			}
+			msg := n.message
+			if n.err != nil {
+				msg = n.err.Error()
+			}
+			g.NotReady = append(g.NotReady, api.NodeStatus{
+				Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace, Name: n.spec.id.Name,
+				State: want.api(), Message: truncate(msg, 256),
+			})
+		}
+	}
+	return g
+}
+
+func (s nodeState) api() api.NodeState {
+	return [...]api.NodeState{api.NodeReady, api.NodeWaiting, api.NodeFailed, api.NodeBlocked, api.NodeCanceled}[s]
+}
+
+// emitNodeEvents records what changed in the cluster: one event per created, updated, adopted,
+// refused or pruned object. Skipped nodes emit nothing, so an unchanged owner emits nothing.
+func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		switch n.action {
+		case ActionCreated:
+			c.event(owner, corev1.EventTypeNormal, "Created", "Created %s", n.spec.id)
+		case ActionApplied:
+			if len(n.drifted) > 0 {
+				c.event(owner, corev1.EventTypeNormal, "DriftRepaired", "Reverted changes by another writer to %s: %s",
+					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
+			} else {
+				c.event(owner, corev1.EventTypeNormal, "Updated", "Updated %s", n.spec.id)
+			}
+		case ActionAdopted:
+			c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
+		}
+	}
+	for _, id := range r.prune.pruned {
+		c.event(owner, corev1.EventTypeNormal, "Pruned", "Deleted %s: no longer part of the graph", id)
+	}
+}
+
+// emitConditionEvents records transitions of Ready and Stalled.
+func (c *Controller) emitConditionEvents(owner client.Object, old, next *api.Status) {
+	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, api.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, api.ConditionReady)
+	switch {
+	case isReady && !wasReady:
+		c.event(owner, corev1.EventTypeNormal, "Ready", "All nodes are ready")
+	case wasReady && !isReady:
+		cond := meta.FindStatusCondition(next.Conditions, api.ConditionReady)
+		c.event(owner, corev1.EventTypeWarning, "NotReady", "%s", cond.Message)
+	}
+	oldStalled := meta.FindStatusCondition(old.Conditions, api.ConditionStalled)
+	newStalled := meta.FindStatusCondition(next.Conditions, api.ConditionStalled)
+	if newStalled != nil && (oldStalled == nil || oldStalled.Message != newStalled.Message) {
+		c.event(owner, corev1.EventTypeWarning, newStalled.Reason, "%s", newStalled.Message)
+	}
+	oldFailing := meta.FindStatusCondition(old.Conditions, api.ConditionReconciling)
+	newFailing := meta.FindStatusCondition(next.Conditions, api.ConditionReconciling)
+	if newFailing != nil && newFailing.Reason == ReasonNodeFailed && (oldFailing == nil || oldFailing.Message != newFailing.Message) {
+		c.event(owner, corev1.EventTypeWarning, ReasonNodeFailed, "%s", newFailing.Message)
+	}
+}
+
+func (c *Controller) event(owner client.Object, typ, reason, format string, args ...any) {
+	c.recorder.Eventf(owner, nil, typ, reason, "Reconcile", format, args...)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

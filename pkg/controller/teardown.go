@@ -1,0 +1,145 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kdag-dev/kdag/pkg/graph"
+)
+
+// finalize tears down a deleted owner that holds kdag's finalizer: it deletes the owner's
+// objects in reverse dependency order (an object only once every object that depends on it is
+// gone), then runs the Cleaner, then removes the finalizer. Objects still terminating end the
+// reconcile without error: their deletion events resume it.
+func (c *Controller) finalize(ctx context.Context, owner client.Object) error {
+	if !controllerutil.ContainsFinalizer(owner, Finalizer) {
+		return nil
+	}
+	remaining, err := c.teardownObjects(ctx, owner)
+	if err != nil {
+		c.event(owner, corev1.EventTypeWarning, ReasonTearingDown, "%s", err.Error())
+		return err
+	}
+	if remaining > 0 {
+		logFrom(ctx).V(1).Info("waiting for objects to be deleted", "remaining", remaining)
+		return nil
+	}
+	if cl, ok := c.rm.(Cleaner); ok {
+		if err := cl.Cleanup(ctx, owner); err != nil {
+			c.event(owner, corev1.EventTypeWarning, ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
+			return errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+		}
+	}
+	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(owner, Finalizer)
+	err = c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))
+	return errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+}
+
+// teardownObjects deletes the owner's objects, dependents before their blockers, and returns
+// how many still exist. Objects outside the current graph (the graph cannot be built, or they
+// were never pruned) go first, in any order.
+func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (int, error) {
+	var listErr error
+	objs := c.ownedObjects(ctx, owner, &listErr)
+	if listErr != nil {
+		return 0, listErr
+	}
+	live := make(map[NodeID]client.Object, len(objs))
+	for _, o := range objs {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		live[NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = o
+	}
+	if len(live) == 0 {
+		return 0, nil
+	}
+
+	// The graph of the owner as it is now; without it, everything is "outside the graph".
+	b := newBuilder(owner, c.scheme, c.mapper, c.ownedKind)
+	var specs []*nodeSpec
+	if err := c.rm.AddResources(ctx, owner, b); err == nil && b.err() == nil {
+		specs = b.nodes
+	}
+	inGraph := make(map[NodeID]bool, len(specs))
+	for _, s := range specs {
+		inGraph[s.id] = true
+	}
+
+	// Reverse graph: a node's blockers are its dependents, added first (reverse insertion order).
+	g := graph.New[NodeID](graph.Options{SizeHint: len(specs) + 1})
+	const outside = "(objects outside the graph)"
+	outsideID := NodeID{Kind: outside}
+	deleteOutside := func(ctx context.Context) error {
+		pending := 0
+		var firstErr error
+		for id, o := range live {
+			if !inGraph[id] {
+				pending++
+				if err := c.deleteForTeardown(ctx, owner, id, o); err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}
+		}
+		if firstErr != nil {
+			return firstErr
+		}
+		if pending > 0 {
+			return &waitingError{msg: fmt.Sprintf("%d objects outside the graph are being deleted", pending)}
+		}
+		return nil
+	}
+	if err := g.AddNode(outsideID, deleteOutside); err != nil {
+		return 0, err
+	}
+	dependents := make(map[NodeID][]NodeID, len(specs))
+	for _, s := range specs {
+		for _, bl := range s.blockers {
+			dependents[bl.id] = append(dependents[bl.id], s.id)
+		}
+	}
+	for i := len(specs) - 1; i >= 0; i-- {
+		id := specs[i].id
+		fn := func(ctx context.Context) error {
+			o, ok := live[id]
+			if !ok {
+				return nil
+			}
+			if err := c.deleteForTeardown(ctx, owner, id, o); err != nil {
+				return err
+			}
+			return &waitingError{msg: id.String() + " is being deleted"}
+		}
+		if err := g.AddNode(id, fn, append([]NodeID{outsideID}, dependents[id]...)...); err != nil {
+			return 0, err
+		}
+	}
+	res, _ := g.Run(ctx, graph.RunOptions{MaxParallel: c.opts.MaxParallelNodes})
+	for _, n := range res.Nodes {
+		var w *waitingError
+		if n.Outcome == graph.Failed && !errors.As(n.Err, &w) {
+			return 0, n.Err
+		}
+	}
+	// Every object listed still existed when this pass began; the deletions just issued are
+	// seen by the next pass, which their watch events start.
+	return len(live), nil
+}
+
+// deleteForTeardown deletes o unless it is already terminating. o still counts as existing
+// until the cache says otherwise, and its blockers wait for that. A failed delete is returned:
+// no watch event would resume the teardown, so the reconcile must fail and be retried.
+func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object, id NodeID, o client.Object) error {
+	if o.GetDeletionTimestamp().IsZero() {
+		if err := c.deleteObject(ctx, o); err != nil {
+			return errors.Wrapf(err, "teardown: delete %s", id)
+		}
+		logFrom(ctx).Info("deleted", "node", id.String(), "action", ActionDeleted)
+		c.event(owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
+	}
+	return nil
+}
