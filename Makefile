@@ -77,6 +77,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the markers.
 	$(CONTROLLER_GEN) crd rbac:roleName=kdag-manager paths=./apis/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) crd paths=./pkg/testing/testapi/... output:crd:artifacts:config=pkg/testing/testapi/crd
+	rm -f charts/kdag/crds/*.yaml && cp config/crd/bases/*.yaml charts/kdag/crds/
+	cp config/rbac/role.yaml charts/kdag/files/role.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -85,8 +87,8 @@ fmt: ## Run gofmt on the code.
 .PHONY: verify
 verify: generate manifests $(GOLANGCI_LINT) ## Check generated files are current, gofmt, go vet and golangci-lint.
 	@$(call say,checking generated files are up to date)
-	@git diff --exit-code -- apis config pkg/testing || { echo "generated files changed: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis config pkg/testing)" || { git status --porcelain -- apis config pkg/testing; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- apis config charts pkg || { echo "generated files changed: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis config charts pkg)" || { git status --porcelain -- apis config charts pkg; echo "untracked generated files: commit them"; exit 1; }
 	@$(call say,gofmt)
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out"; exit 1; }
 	@$(call say,go vet)

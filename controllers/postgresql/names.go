@@ -1,0 +1,26 @@
+package postgresql
+
+import (
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/controllers/common"
+)
+
+// The names below are the component's outputs: other components (and users) find the server
+// and its credentials by them. They depend on the PostgreSQL object's name only.
+
+// ServiceName is the name of the headless Service in front of the server.
+func ServiceName(pgName string) string { return pgName }
+
+// CredentialsSecretName is the name of the generated Secret with the keys host, port, user,
+// password and database (giteav1alpha1.DatabaseSecret*Key).
+func CredentialsSecretName(pgName string) string { return pgName + "-credentials" }
+
+// Host is the server's DNS name inside the cluster.
+func Host(pgName, namespace string) string { return ServiceName(pgName) + "." + namespace + ".svc" }
+
+// Port is the server's port.
+const Port = giteav1alpha1.DefaultPostgreSQLPort
+
+func labels(pg *giteav1alpha1.PostgreSQL) map[string]string {
+	return common.Labels("postgresql", pg.Name, "database")
+}

@@ -1,0 +1,42 @@
+// Package postgresql is the PostgreSQL component of the reference operator: a kdag
+// ResourceManager that runs one PostgreSQL server per PostgreSQL object.
+package postgresql
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+)
+
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+
+// ResourceManager reconciles PostgreSQL objects.
+type ResourceManager struct{}
+
+// NewEmpty implements controller.ResourceManager.
+func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.PostgreSQL{} }
+
+// OwnedTypes implements controller.OwnedTypes.
+func (ResourceManager) OwnedTypes() []client.Object {
+	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
+}
+
+// AddResources implements controller.ResourceManager: generated credentials, a headless
+// Service, and the StatefulSet that needs both. The PostgreSQL is Ready when the StatefulSet is.
+func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
+	pg := owner.(*giteav1alpha1.PostgreSQL)
+
+	credentials := b.Add(credentialsSecret(pg), controller.CreateOnly())
+	service := b.Add(headlessService(pg))
+	b.Add(statefulSet(pg), controller.DependsOn(credentials, service))
+	return nil
+}
