@@ -3,7 +3,11 @@ package controller
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/api"
 )
 
 // ResourceManager is what an operator author writes: it names the owner type and lists the
@@ -47,4 +51,42 @@ type Cleaner interface {
 type OwnedTypes interface {
 	// OwnedTypes returns one empty object per owned type, for example &appsv1.Deployment{}.
 	OwnedTypes() []client.Object
+}
+
+// StatusReporter is an optional ResourceManager interface for status fields of the owner's own
+// (a component's outputs, the state of a long operation), written in the same status apply as
+// kdag's block and only when something changed.
+type StatusReporter interface {
+	// ReportStatus returns a pointer to a struct whose JSON fields are merged into the owner's
+	// status, or nil for none. report describes the graph of this reconcile. It must be a pure
+	// function of owner and report (no API calls), and must not return secret values.
+	ReportStatus(ctx context.Context, owner client.Object, report Report) (any, error)
+}
+
+// Report is what a reconcile found, for StatusReporter.
+type Report struct {
+	// Ready is true when every node is applied and ready.
+	Ready bool
+	// Nodes in graph order.
+	Nodes []NodeReport
+}
+
+// NodeReport is one node of a Report.
+type NodeReport struct {
+	ID    NodeID
+	State api.NodeState
+	// Object is the node's object as applied or read from the cache; nil when the node did
+	// not run (blocked, canceled) or failed before reading it.
+	Object *unstructured.Unstructured
+}
+
+// Node returns the report of the node with kind and name (in the owner's namespace or any), or
+// nil.
+func (r Report) Node(kind, name string) *NodeReport {
+	for i := range r.Nodes {
+		if r.Nodes[i].ID.Kind == kind && r.Nodes[i].ID.Name == name {
+			return &r.Nodes[i]
+		}
+	}
+	return nil
 }

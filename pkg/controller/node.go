@@ -53,6 +53,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 			return errors.Wrapf(err, "%s: convert live object", s.id)
 		}
 	}
+	res.live = current
 	if s.createOnly {
 		res.contentHash, err = resources.ContentHash(current)
 	} else {

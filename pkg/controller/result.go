@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"strings"
 	"time"
 
@@ -60,7 +61,8 @@ type nodeResult struct {
 	drifted     []string // fields another writer changed, repaired by this apply
 	message     string   // why the node is not ready
 	err         error
-	contentHash string // what dependents consume; set when the node succeeded
+	contentHash string                     // what dependents consume; set when the node succeeded
+	live        *unstructured.Unstructured // the object after apply, or from the cache
 	wait        time.Duration
 	duration    time.Duration
 }
@@ -113,8 +115,7 @@ func (r *outcome) summarize() {
 
 // allReady reports whether every node is ready and nothing failed.
 func (r *outcome) allReady() bool {
-	return r.terminal == nil && r.transient == nil && r.ready == len(r.nodes) && len(r.nodes) > 0 ||
-		r.terminal == nil && r.transient == nil && len(r.nodes) == 0 && r.reason == ""
+	return r.terminal == nil && r.transient == nil && r.ready == len(r.nodes)
 }
 
 // returnErr is what Reconcile returns: terminal errors are not retried, transient ones are.

@@ -34,11 +34,67 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	c.emitNodeEvents(owner, r)
 	c.emitConditionEvents(owner, old, next)
 
-	if equality.Semantic.DeepEqual(old, next) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(next)
+	if err != nil {
+		return errors.Wrap(err, "convert status")
+	}
+	extra, err := c.reportStatus(ctx, owner, r)
+	if err != nil {
+		return err
+	}
+	for k, v := range extra {
+		content[k] = v
+	}
+	if !statusChanged(owner, content) {
 		return nil
 	}
-	return c.applyStatus(ctx, owner, next)
+	return c.applyStatus(ctx, owner, content)
 }
+
+// reportStatus asks a StatusReporter for the owner's own status fields.
+func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
+	sr, ok := c.rm.(StatusReporter)
+	if !ok {
+		return nil, nil
+	}
+	rep := Report{Ready: r.allReady(), Nodes: make([]NodeReport, len(r.nodes))}
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		rep.Nodes[i] = NodeReport{ID: n.spec.id, State: n.state.api(), Object: n.live}
+	}
+	extra, err := sr.ReportStatus(ctx, owner, rep)
+	if err != nil || extra == nil {
+		return nil, errors.Wrapf(err, "%s %s: report status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(extra)
+	return content, errors.Wrapf(err, "%s %s: convert reported status %T (want a pointer to a struct)",
+		c.ownerGVK.Kind, client.ObjectKeyFromObject(owner), extra)
+}
+
+// statusChanged reports whether any field of content differs from the owner's live status.
+func statusChanged(owner client.Object, content map[string]any) bool {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(owner)
+	if err != nil {
+		return true
+	}
+	old, _, _ := unstructured.NestedMap(u, "status")
+	for k, v := range content {
+		if !equality.Semantic.DeepEqual(old[k], v) {
+			return true
+		}
+	}
+	for _, k := range kdagStatusFields {
+		if _, had := old[k]; had {
+			if _, has := content[k]; !has {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// kdagStatusFields are the status fields kdag owns; a field that disappears is a change.
+var kdagStatusFields = []string{"observedGeneration", "conditions", "operatorVersion", "graph"}
 
 // currentStatus reads kdag's status block from any owner type.
 func currentStatus(owner client.Object) (*api.Status, error) {
@@ -57,16 +113,12 @@ func currentStatus(owner client.Object) (*api.Status, error) {
 	return st, nil
 }
 
-func (c *Controller) applyStatus(ctx context.Context, owner client.Object, st *api.Status) error {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
-	if err != nil {
-		return errors.Wrap(err, "convert status")
-	}
+func (c *Controller) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
 	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
 	u.SetGroupVersionKind(c.ownerGVK)
 	u.SetNamespace(owner.GetNamespace())
 	u.SetName(owner.GetName())
-	err = c.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+	err := c.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(c.opts.FieldManager), client.ForceOwnership)
 	return errors.Wrapf(client.IgnoreNotFound(err), "%s %s: write status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 }
