@@ -1,26 +1,59 @@
 // Command kdag is the manager of the reference operator built on kdag: it runs the controllers of
 // the Gitea application (apis/gitea) under one controller-runtime manager.
+//
+//	kdag [flags]                                   run the manager
+//	kdag plan -f gitea.yaml [-o text|mermaid|dot|yaml]   render the graphs without a cluster
 package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 
 	"github.com/pkg/errors"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/controllers/gitea"
+	"github.com/kdag-dev/kdag/controllers/giteaserver"
+	"github.com/kdag-dev/kdag/controllers/postgresql"
+	"github.com/kdag-dev/kdag/controllers/valkey"
+	"github.com/kdag-dev/kdag/pkg/controller"
 )
+
+// version is the operator's version, written into every owner's status; set with
+// -ldflags "-X main.version=...".
+var version = "dev"
 
 // scheme is the process-wide registry of the types the manager serves.
 var scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
+}
+
+// components are the reference operator's controllers: name and ResourceManager. Adding a
+// component is one line here plus its package.
+var components = []struct {
+	name string
+	rm   controller.ResourceManager
+}{
+	{"gitea", gitea.ResourceManager{}},
+	{"postgresql", postgresql.ResourceManager{}},
+	{"valkey", valkey.ResourceManager{}},
+	{"giteaserver", giteaserver.ResourceManager{}},
 }
 
 // options are the manager's command-line settings.
@@ -29,6 +62,8 @@ type options struct {
 	probeAddr     string
 	leaderElect   bool
 	leaderElectNS string
+	concurrency   int
+	perController map[string]*int
 	zap           zap.Options
 }
 
@@ -41,11 +76,24 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Hold a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty means the namespace the manager runs in.")
-	o.zap = zap.Options{Development: false}
-	o.zap.BindFlags(fs)
+	fs.IntVar(&o.concurrency, "concurrency", 1, "Owners reconciled in parallel by each controller.")
+	o.perController = map[string]*int{}
+	for _, c := range components {
+		o.perController[c.name] = fs.Int(c.name+"-concurrency", 0,
+			fmt.Sprintf("Owners reconciled in parallel by the %s controller; 0 means --concurrency.", c.name))
+	}
+	o.zap = zap.Options{}
+	o.zap.BindFlags(fs) // --zap-log-level, --zap-encoder (json|console), --zap-devel, ...
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "plan" {
+		if err := runPlan(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "plan:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var opts options
 	opts.bindFlags(flag.CommandLine)
 	flag.Parse()
@@ -71,9 +119,25 @@ func run(opts options) error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "kdag.kdag.dev",
 		LeaderElectionNamespace: opts.leaderElectNS,
+		// Built-in objects are cached only when a kdag controller applied them; the child
+		// custom resources are owners too, so their controllers see them all.
+		Cache: cache.Options{ByObject: controller.CacheByObject(
+			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
+			&appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &networkingv1.Ingress{},
+		)},
 	})
 	if err != nil {
 		return errors.Wrap(err, "create manager")
+	}
+	for _, c := range components {
+		n := *opts.perController[c.name]
+		if n == 0 {
+			n = opts.concurrency
+		}
+		if _, err := controller.New(mgr, c.name, c.rm,
+			controller.WithMaxConcurrentReconciles(n), controller.WithOperatorVersion(version)); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add health check")
@@ -81,6 +145,6 @@ func run(opts options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add ready check")
 	}
-	ctrl.Log.WithName("setup").Info("starting manager")
+	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(components))
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "run manager")
 }

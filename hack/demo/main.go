@@ -32,7 +32,7 @@ func main() {
 	flag.StringVar(&o.name, "name", "kdag", "name of the local cluster")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "bin/kubeconfig-kdag", "where the cluster's kubeconfig is written")
 	flag.StringVar(&o.crds, "crds", "config/crd/bases", "directory of CRDs to install")
-	flag.StringVar(&o.sample, "sample", "config/samples/gitea_minimal.yaml", "the application to deploy")
+	flag.StringVar(&o.sample, "sample", "config/samples/gitea.yaml", "the application to deploy")
 	flag.StringVar(&o.waitFor, "wait-for", "condition=Ready", "kubectl wait --for condition of the sample")
 	flag.StringVar(&o.managerLog, "manager-log", "bin/demo-manager.log", "file that receives the operator's log")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for the sample to be Ready")

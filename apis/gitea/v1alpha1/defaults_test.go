@@ -43,9 +43,9 @@ func checkStorage(t *testing.T, field string, got v1alpha1.StorageSpec) {
 func TestDefaults_MinimalSampleMatchesGoConstants(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	docs := readDocuments(t, filepath.Join(samplesDir, "gitea_minimal.yaml"))
+	docs := readDocuments(t, filepath.Join(samplesDir, "gitea.yaml"))
 	if len(docs) != 1 || docs[0].GetKind() != v1alpha1.GiteaKind {
-		t.Fatalf("gitea_minimal.yaml must hold exactly one Gitea, has %d documents", len(docs))
+		t.Fatalf("gitea.yaml must hold exactly one Gitea, has %d documents", len(docs))
 	}
 	docs[0].SetNamespace(ns)
 	if err := env.Client.Create(ctx, docs[0], strict); err != nil {

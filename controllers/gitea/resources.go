@@ -1,0 +1,57 @@
+// Package gitea is the user-facing controller of the reference operator: a Gitea object becomes
+// one child object per component (PostgreSQL, Valkey, GiteaServer), each reconciled by its own
+// kdag Controller. The database and the cache come first; the server waits until both are Ready.
+package gitea
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/controllers/postgresql"
+	"github.com/kdag-dev/kdag/controllers/valkey"
+	"github.com/kdag-dev/kdag/pkg/controller"
+)
+
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=giteas,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=giteas/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=giteas/finalizers,verbs=update
+// +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls;valkeys;giteaservers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// ResourceManager reconciles Gitea objects.
+type ResourceManager struct{}
+
+// NewEmpty implements controller.ResourceManager.
+func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.Gitea{} }
+
+// OwnedTypes implements controller.OwnedTypes.
+func (ResourceManager) OwnedTypes() []client.Object {
+	return []client.Object{&giteav1alpha1.PostgreSQL{}, &giteav1alpha1.Valkey{}, &giteav1alpha1.GiteaServer{}}
+}
+
+// AddResources implements controller.ResourceManager. Each child gates its dependents on its
+// Ready condition (controller.ConditionReady), so the server starts on a database that runs.
+func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
+	g := owner.(*giteav1alpha1.Gitea)
+	childReady := controller.ReadyWhen(controller.ConditionReady)
+
+	var before []controller.Node
+	databaseSecret := ""
+	if g.Spec.Database.Type == giteav1alpha1.DatabaseExternal {
+		databaseSecret = g.Spec.Database.External.SecretRef.Name
+	} else {
+		pg := postgreSQL(g)
+		before = append(before, b.Add(pg, childReady))
+		databaseSecret = postgresql.CredentialsSecretName(pg.Name)
+	}
+	cacheAddress := ""
+	if g.Spec.Cache.Enabled {
+		vk := valkeyCache(g)
+		before = append(before, b.Add(vk, childReady))
+		cacheAddress = valkey.Address(vk.Name, g.Namespace)
+	}
+	b.Add(giteaServer(g, databaseSecret, cacheAddress), controller.DependsOn(before...), childReady)
+	return nil
+}
