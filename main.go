@@ -11,24 +11,16 @@ import (
 	"os"
 
 	"github.com/pkg/errors"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/controllers/gitea"
-	"github.com/kdag-dev/kdag/controllers/giteaserver"
-	"github.com/kdag-dev/kdag/controllers/postgresql"
-	"github.com/kdag-dev/kdag/controllers/valkey"
+	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -42,18 +34,6 @@ var scheme = runtime.NewScheme()
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
-}
-
-// components are the reference operator's controllers: name and ResourceManager. Adding a
-// component is one line here plus its package.
-var components = []struct {
-	name string
-	rm   controller.ResourceManager
-}{
-	{"gitea", gitea.ResourceManager{}},
-	{"postgresql", postgresql.ResourceManager{}},
-	{"valkey", valkey.ResourceManager{}},
-	{"giteaserver", giteaserver.ResourceManager{}},
 }
 
 // options are the manager's command-line settings.
@@ -78,9 +58,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Namespace of the leader election Lease; empty means the namespace the manager runs in.")
 	fs.IntVar(&o.concurrency, "concurrency", 1, "Owners reconciled in parallel by each controller.")
 	o.perController = map[string]*int{}
-	for _, c := range components {
-		o.perController[c.name] = fs.Int(c.name+"-concurrency", 0,
-			fmt.Sprintf("Owners reconciled in parallel by the %s controller; 0 means --concurrency.", c.name))
+	for _, c := range controllers.Components() {
+		o.perController[c.Name] = fs.Int(c.Name+"-concurrency", 0,
+			fmt.Sprintf("Owners reconciled in parallel by the %s controller; 0 means --concurrency.", c.Name))
 	}
 	o.zap = zap.Options{}
 	o.zap.BindFlags(fs) // --zap-log-level, --zap-encoder (json|console), --zap-devel, ...
@@ -119,25 +99,20 @@ func run(opts options) error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "kdag.kdag.dev",
 		LeaderElectionNamespace: opts.leaderElectNS,
-		// Built-in objects are cached only when a kdag controller applied them; the child
-		// custom resources are owners too, so their controllers see them all.
-		Cache: cache.Options{ByObject: controller.CacheByObject(
-			&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
-			&appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &networkingv1.Ingress{},
-		)},
+		Cache:                   controllers.CacheOptions(),
 	})
 	if err != nil {
 		return errors.Wrap(err, "create manager")
 	}
-	for _, c := range components {
-		n := *opts.perController[c.name]
-		if n == 0 {
-			n = opts.concurrency
+	concurrency := map[string]int{}
+	for name, n := range opts.perController {
+		concurrency[name] = *n
+		if *n == 0 {
+			concurrency[name] = opts.concurrency
 		}
-		if _, err := controller.New(mgr, c.name, c.rm,
-			controller.WithMaxConcurrentReconciles(n), controller.WithOperatorVersion(version)); err != nil {
-			return err
-		}
+	}
+	if err := controllers.Setup(mgr, concurrency, controller.WithOperatorVersion(version)); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add health check")
@@ -145,6 +120,6 @@ func run(opts options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add ready check")
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(components))
+	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency))
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "run manager")
 }

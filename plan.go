@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	crds "github.com/kdag-dev/kdag/config/crd"
+	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -77,12 +78,12 @@ func newPlanner() (*planner, error) {
 		managers: map[schema.GroupKind]controller.ResourceManager{},
 		schemas:  map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps{},
 	}
-	for _, c := range components {
-		gvk, err := apiutil.GVKForObject(c.rm.NewEmpty(), scheme)
+	for _, c := range controllers.Components() {
+		gvk, err := apiutil.GVKForObject(c.RM.NewEmpty(), scheme)
 		if err != nil {
 			return nil, err
 		}
-		p.managers[gvk.GroupKind()] = c.rm
+		p.managers[gvk.GroupKind()] = c.RM
 	}
 	err := fs.WalkDir(crds.Bases, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
