@@ -1,0 +1,376 @@
+package tracing
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/opentracing/opentracing-go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otbridge "go.opentelemetry.io/otel/bridge/opentracing"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+func TestSpanTree(t *testing.T) {
+	exp := setupInMemory(t)
+
+	ctx, reconcile := Tracer().Start(context.Background(), "reconcile")
+	gctx, run := Tracer().Start(ctx, "graph-run")
+	_, node := Tracer().Start(gctx, "node", trace.WithAttributes(attribute.String("kdag.action", "applied")))
+	node.End()
+	run.End()
+	reconcile.End()
+
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("want 3 spans, got %v", spanNames(spans))
+	}
+	root, g, n := spanByName(t, spans, "reconcile"), spanByName(t, spans, "graph-run"), spanByName(t, spans, "node")
+	if root.Parent.IsValid() {
+		t.Errorf("reconcile has parent %s, want a root span", root.Parent.SpanID())
+	}
+	assertChild(t, root, g)
+	assertChild(t, g, n)
+	if got := n.InstrumentationScope.Name; got != InstrumentationName {
+		t.Errorf("instrumentation scope = %q, want %q", got, InstrumentationName)
+	}
+	if v, ok := n.Resource.Set().Value("service.name"); !ok || v.AsString() != DefaultServiceName {
+		t.Errorf("service.name = %v, want %q", v.AsString(), DefaultServiceName)
+	}
+}
+
+func TestResource(t *testing.T) {
+	t.Run("option", func(t *testing.T) {
+		exp := setupInMemory(t, WithServiceName("gitea-operator"), WithResourceAttributes(attribute.String("service.version", "v1.2.3")))
+		_, s := Tracer().Start(context.Background(), "x")
+		s.End()
+		res := spanByName(t, exp.GetSpans(), "x").Resource.Set()
+		for k, want := range map[attribute.Key]string{"service.name": "gitea-operator", "service.version": "v1.2.3", "telemetry.sdk.language": "go"} {
+			if v, _ := res.Value(k); v.AsString() != want {
+				t.Errorf("%s = %q, want %q", k, v.AsString(), want)
+			}
+		}
+	})
+	t.Run("environment wins", func(t *testing.T) {
+		isolate(t)
+		t.Setenv("OTEL_SERVICE_NAME", "from-env")
+		t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=test,service.version=v9")
+		exp := tracetest.NewInMemoryExporter()
+		shutdown, err := Setup(context.Background(), WithExporter(exp), WithSyncer(),
+			WithServiceName("gitea-operator"), WithResourceAttributes(attribute.String("service.version", "v1.2.3")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = shutdown(context.Background()) })
+		_, s := Tracer().Start(context.Background(), "x")
+		s.End()
+		res := spanByName(t, exp.GetSpans(), "x").Resource.Set()
+		for k, want := range map[attribute.Key]string{"service.name": "from-env", "service.version": "v9", "deployment.environment.name": "test"} {
+			if v, _ := res.Value(k); v.AsString() != want {
+				t.Errorf("%s = %q, want %q", k, v.AsString(), want)
+			}
+		}
+	})
+}
+
+// TestOpenTracingBridge is the bridge pitfall: OpenTracing and OpenTelemetry spans must nest
+// within each other in both directions. It fails when Setup installs the SDK's tracer provider
+// globally instead of the bridge-wrapped one (the OpenTracing span then starts a trace of its own).
+func TestOpenTracingBridge(t *testing.T) {
+	t.Run("OpenTracing span inside kdag span", func(t *testing.T) {
+		exp := setupInMemory(t)
+		if _, ok := opentracing.GlobalTracer().(*otbridge.BridgeTracer); !ok {
+			t.Fatalf("global OpenTracing tracer is %T, want the bridge", opentracing.GlobalTracer())
+		}
+
+		ctx, parent := Tracer().Start(context.Background(), "otel-parent")
+		otSpan, otCtx := opentracing.StartSpanFromContext(ctx, "x")
+		_, grandchild := Tracer().Start(otCtx, "otel-grandchild")
+		grandchild.End()
+		otSpan.Finish()
+		parent.End()
+
+		spans := exp.GetSpans()
+		x := spanByName(t, spans, "x")
+		assertChild(t, spanByName(t, spans, "otel-parent"), x)
+		assertChild(t, x, spanByName(t, spans, "otel-grandchild"))
+	})
+
+	t.Run("OpenTracing span inside another library's OpenTelemetry span", func(t *testing.T) {
+		exp := setupInMemory(t)
+		ctx, parent := otel.Tracer("example.com/some/library").Start(context.Background(), "library")
+		otSpan, _ := opentracing.StartSpanFromContext(ctx, "x")
+		otSpan.Finish()
+		parent.End()
+
+		spans := exp.GetSpans()
+		lib := spanByName(t, spans, "library")
+		assertChild(t, lib, spanByName(t, spans, "x"))
+		if lib.InstrumentationScope.Name != "example.com/some/library" {
+			t.Errorf("scope = %q, want the library's own", lib.InstrumentationScope.Name)
+		}
+	})
+
+	t.Run("kdag span inside OpenTracing span", func(t *testing.T) {
+		exp := setupInMemory(t)
+		otSpan, ctx := opentracing.StartSpanFromContext(context.Background(), "ot-parent")
+		_, child := Tracer().Start(ctx, "otel-child")
+		child.End()
+		otSpan.Finish()
+
+		spans := exp.GetSpans()
+		assertChild(t, spanByName(t, spans, "ot-parent"), spanByName(t, spans, "otel-child"))
+	})
+
+	// The control: a span from an SDK provider that is not the bridge-wrapped global one is
+	// invisible to opentracing-go. If this ever stops being true the rule in doc.go can go.
+	t.Run("control: raw SDK provider breaks the trace", func(t *testing.T) {
+		exp := setupInMemory(t)
+		raw := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		t.Cleanup(func() { _ = raw.Shutdown(context.Background()) })
+
+		ctx, parent := raw.Tracer("raw").Start(context.Background(), "raw-parent")
+		otSpan, _ := opentracing.StartSpanFromContext(ctx, "x")
+		otSpan.Finish()
+		parent.End()
+
+		spans := exp.GetSpans()
+		if x, p := spanByName(t, spans, "x"), spanByName(t, spans, "raw-parent"); x.SpanContext.TraceID() == p.SpanContext.TraceID() {
+			t.Errorf("the OpenTracing span joined a raw SDK span's trace: the pitfall is gone")
+		}
+	})
+}
+
+func TestOffByDefault(t *testing.T) {
+	isolate(t)
+	before := otel.GetTracerProvider()
+	shutdown, err := Setup(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if otel.GetTracerProvider() != before {
+		t.Errorf("tracing is off but Setup replaced the global tracer provider with %T", otel.GetTracerProvider())
+	}
+	if _, ok := opentracing.GlobalTracer().(opentracing.NoopTracer); !ok {
+		t.Errorf("global OpenTracing tracer is %T, want the no-op tracer", opentracing.GlobalTracer())
+	}
+	ctx, span := Tracer().Start(context.Background(), "x")
+	if span.IsRecording() || span.SpanContext().IsValid() {
+		t.Error("tracing is off but a span records")
+	}
+	span.End()
+	if LogValues(ctx) != nil {
+		t.Error("LogValues returns values while tracing is off")
+	}
+	if fields := otel.GetTextMapPropagator().Fields(); !slices.Contains(fields, "traceparent") || !slices.Contains(fields, "baggage") {
+		t.Errorf("propagator fields = %v, want traceparent and baggage", fields)
+	}
+	if err := shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestChooseExporter(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		want     exporterChoice
+		wantErrs bool
+	}{
+		{name: "nothing set: off", env: nil},
+		{name: "endpoint: grpc", env: map[string]string{envEndpoint: "http://127.0.0.1:4317"}, want: exporterChoice{true, protocolGRPC}},
+		{name: "traces endpoint", env: map[string]string{envTracesEndpoint: "http://127.0.0.1:4317"}, want: exporterChoice{true, protocolGRPC}},
+		{name: "exporter otlp without endpoint", env: map[string]string{envTracesExporter: "otlp"}, want: exporterChoice{true, protocolGRPC}},
+		{name: "exporter none beats endpoint", env: map[string]string{envTracesExporter: "none", envEndpoint: "http://127.0.0.1:4317"}},
+		{name: "none in a list", env: map[string]string{envTracesExporter: "otlp, none"}},
+		{name: "SDK disabled", env: map[string]string{envSDKDisabled: "TRUE", envTracesExporter: "otlp"}},
+		{name: "SDK disabled false", env: map[string]string{envSDKDisabled: "false", envTracesExporter: "otlp"}, want: exporterChoice{true, protocolGRPC}},
+		{name: "http/protobuf", env: map[string]string{envEndpoint: "http://127.0.0.1:4318", envProtocol: "http/protobuf"}, want: exporterChoice{true, protocolHTTPProtobuf}},
+		{name: "traces protocol wins", env: map[string]string{envEndpoint: "x", envProtocol: "grpc", envTracesProtocol: "http/protobuf"}, want: exporterChoice{true, protocolHTTPProtobuf}},
+		{name: "explicit grpc", env: map[string]string{envEndpoint: "x", envProtocol: "GRPC"}, want: exporterChoice{true, protocolGRPC}},
+		{name: "protocol alone does not turn on", env: map[string]string{envProtocol: "http/protobuf"}},
+		{name: "http/json", env: map[string]string{envEndpoint: "x", envProtocol: "http/json"}, wantErrs: true},
+		{name: "unknown protocol", env: map[string]string{envEndpoint: "x", envTracesProtocol: "udp"}, wantErrs: true},
+		{name: "unsupported exporter", env: map[string]string{envTracesExporter: "zipkin"}, wantErrs: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := chooseExporter(func(k string) string { return tc.env[k] })
+			if (err != nil) != tc.wantErrs {
+				t.Fatalf("err = %v, want error: %v", err, tc.wantErrs)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSetupOTLPFromEnv builds the real OTLP exporters from the environment without exporting
+// anything (nothing listens on the endpoint; no span is started, so nothing connects).
+func TestSetupOTLPFromEnv(t *testing.T) {
+	for _, tc := range []struct{ protocol, endpoint string }{
+		{"", "http://127.0.0.1:1"},
+		{"grpc", "http://127.0.0.1:1"},
+		{"http/protobuf", "http://127.0.0.1:1"},
+	} {
+		t.Run("protocol="+tc.protocol, func(t *testing.T) {
+			isolate(t)
+			t.Setenv(envEndpoint, tc.endpoint)
+			if tc.protocol != "" {
+				t.Setenv(envProtocol, tc.protocol)
+			}
+			var chosen string
+			orig := newOTLPExporter
+			newOTLPExporter = func(ctx context.Context, protocol string) (sdktrace.SpanExporter, error) {
+				chosen = protocol
+				return orig(ctx, protocol)
+			}
+			t.Cleanup(func() { newOTLPExporter = orig })
+
+			shutdown, err := Setup(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.protocol
+			if want == "" {
+				want = protocolGRPC
+			}
+			if chosen != want {
+				t.Errorf("exporter protocol = %q, want %q", chosen, want)
+			}
+			if _, ok := otel.GetTracerProvider().(*otbridge.TracerProvider); !ok {
+				t.Errorf("global tracer provider is %T, want the bridge-wrapped provider", otel.GetTracerProvider())
+			}
+			if _, ok := opentracing.GlobalTracer().(*otbridge.BridgeTracer); !ok {
+				t.Errorf("global OpenTracing tracer is %T, want the bridge", opentracing.GlobalTracer())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := shutdown(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestSetupErrors(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"unsupported exporter": {envTracesExporter: "console"},
+		"http/json":            {envEndpoint: "http://127.0.0.1:1", envProtocol: "http/json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			isolate(t)
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			before := otel.GetTracerProvider()
+			shutdown, err := Setup(context.Background())
+			if err == nil {
+				_ = shutdown(context.Background())
+				t.Fatal("Setup succeeded, want an error")
+			}
+			if otel.GetTracerProvider() != before {
+				t.Error("a failed Setup changed the global tracer provider")
+			}
+		})
+	}
+}
+
+func TestSampler(t *testing.T) {
+	t.Run("OTEL_TRACES_SAMPLER is honoured", func(t *testing.T) {
+		isolate(t)
+		t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+		exp := tracetest.NewInMemoryExporter()
+		shutdown, err := Setup(context.Background(), WithExporter(exp), WithSyncer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = shutdown(context.Background()) })
+		_, s := Tracer().Start(context.Background(), "x")
+		s.End()
+		if s.SpanContext().IsSampled() || len(exp.GetSpans()) != 0 {
+			t.Errorf("always_off sampled %v", spanNames(exp.GetSpans()))
+		}
+	})
+	t.Run("WithSampler overrides the environment", func(t *testing.T) {
+		isolate(t)
+		t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+		exp := tracetest.NewInMemoryExporter()
+		shutdown, err := Setup(context.Background(), WithExporter(exp), WithSyncer(), WithSampler(sdktrace.AlwaysSample()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = shutdown(context.Background()) })
+		_, s := Tracer().Start(context.Background(), "x")
+		s.End()
+		if len(exp.GetSpans()) != 1 {
+			t.Errorf("got spans %v, want x", spanNames(exp.GetSpans()))
+		}
+	})
+}
+
+// TestShutdown checks that shutdown flushes the batch processor, shuts the exporter down, puts the
+// globals back, and can be called twice.
+func TestShutdown(t *testing.T) {
+	isolate(t)
+	sentinelTP := noop.NewTracerProvider()
+	sentinelProp := propagation.TraceContext{}
+	sentinelOT := opentracing.NoopTracer{}
+	otel.SetTracerProvider(sentinelTP)
+	otel.SetTextMapPropagator(sentinelProp)
+	opentracing.SetGlobalTracer(sentinelOT)
+
+	exp := &recordingExporter{}
+	shutdown, err := Setup(context.Background(), WithExporter(exp)) // batching
+	if err != nil {
+		t.Fatal(err)
+	}
+	if otel.GetTracerProvider() == sentinelTP || opentracing.GlobalTracer() == sentinelOT {
+		t.Fatal("Setup did not install its globals")
+	}
+	_, s := Tracer().Start(context.Background(), "queued")
+	s.End()
+
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if spans, down := exp.state(); !slices.Equal(spans, []string{"queued"}) || !down {
+		t.Errorf("after shutdown: exported %v, exporter shut down %v; want [queued], true", spans, down)
+	}
+	if otel.GetTracerProvider() != sentinelTP {
+		t.Errorf("tracer provider not restored: %T", otel.GetTracerProvider())
+	}
+	if otel.GetTextMapPropagator() != sentinelProp {
+		t.Errorf("propagator not restored: %T", otel.GetTextMapPropagator())
+	}
+	if opentracing.GlobalTracer() != sentinelOT {
+		t.Errorf("OpenTracing tracer not restored: %T", opentracing.GlobalTracer())
+	}
+	if err := shutdown(context.Background()); err != nil {
+		t.Errorf("second shutdown: %v", err)
+	}
+}
+
+// TestShutdownLeavesForeignGlobals: a global replaced after Setup is not Setup's to restore.
+func TestShutdownLeavesForeignGlobals(t *testing.T) {
+	isolate(t)
+	shutdown, err := Setup(context.Background(), WithExporter(tracetest.NewInMemoryExporter()), WithSyncer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := noop.NewTracerProvider()
+	otel.SetTracerProvider(later)
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if otel.GetTracerProvider() != later {
+		t.Errorf("shutdown replaced a tracer provider set after Setup")
+	}
+}
