@@ -6,9 +6,11 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +24,7 @@ import (
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
 // version is the operator's version, written into every owner's status; set with
@@ -88,10 +91,22 @@ func main() {
 // run starts the manager and blocks until SIGINT or SIGTERM; it returns an error when the manager
 // cannot be configured or stops on a failure.
 func run(opts options) error {
+	ctx := ctrl.SetupSignalHandler()
+	// Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) is set.
+	shutdownTracing, err := tracing.Setup(ctx, tracing.WithServiceName("kdag"))
+	if err != nil {
+		return errors.Wrap(err, "set up tracing from the OTEL_* environment")
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(flushCtx)
+	}()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return errors.Wrap(err, "load kubeconfig (set KUBECONFIG or run in a cluster)")
 	}
+	cfg.Wrap(tracing.WrapTransport) // API requests carry the reconcile's trace context
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
@@ -121,5 +136,5 @@ func run(opts options) error {
 		return errors.Wrap(err, "add ready check")
 	}
 	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency))
-	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "run manager")
+	return errors.Wrap(mgr.Start(ctx), "run manager")
 }

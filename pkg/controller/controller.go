@@ -19,11 +19,17 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kdag-dev/kdag/pkg/api"
 	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
 // Controller reconciles one owner type with a ResourceManager: it builds the owner's graph,
@@ -38,6 +44,8 @@ type Controller struct {
 	scheme   *runtime.Scheme
 	mapper   meta.RESTMapper
 	recorder recorder.EventRecorder
+
+	metrics *metrics.Metrics
 
 	ownerGVK  schema.GroupVersionKind
 	owned     []ownedType
@@ -100,7 +108,11 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 		scheme:    mgr.GetScheme(),
 		mapper:    mgr.GetRESTMapper(),
 		recorder:  mgr.GetEventRecorder(name),
+		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
+	}
+	if c.metrics == nil {
+		c.metrics = metrics.Register(ctrlmetrics.Registry)
 	}
 	_, isCleaner := rm.(Cleaner)
 	c.teardown = o.OrderedTeardown || isCleaner
@@ -146,11 +158,24 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner := c.rm.NewEmpty()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName))
+		if apierrors.IsNotFound(err) {
+			c.metrics.ForgetOwner(c.name, req.NamespacedName.String())
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName)
 	}
+	ctx, span := c.startReconcileSpan(ctx, owner)
+	var err error
+	defer func() { endSpan(span, err) }()
 	logger := log.FromContext(ctx).WithValues("controller", c.name, "owner", req.NamespacedName.String())
+	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
+	res, err := c.reconcile(ctx, owner)
+	return res, err
+}
 
+// reconcile is Reconcile once the owner is read and the span started.
+func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !owner.GetDeletionTimestamp().IsZero() {
 		return reconcile.Result{}, c.finalize(ctx, owner)
 	}
@@ -170,11 +195,33 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reconcileGraph validates the owner, builds and runs its graph, and prunes.
 func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) *outcome {
 	r := &outcome{start: time.Now()}
+	specs, index := c.buildGraph(ctx, owner, r)
+	if specs == nil {
+		return r
+	}
+	runStart := time.Now()
+	r.nodes = c.runGraph(ctx, owner, specs)
+	r.summarize()
+	if r.failed == 0 && ctx.Err() == nil {
+		r.prune = c.prune(ctx, owner, index)
+	}
+	c.observeRun(owner, r, time.Since(runStart))
+	return r
+}
+
+// buildGraph validates the owner and calls AddResources, under the "build graph" span. It
+// returns nil nodes (and records the error in r) when the graph cannot be built.
+func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[NodeID]int) {
+	ctx, span := startSpan(ctx, spanBuildGraph)
+	defer func() {
+		span.SetAttributes(attrNodes.Int(len(specs)))
+		endSpan(span, firstErr(r.terminal, r.transient))
+	}()
 	if v, ok := c.rm.(Validator); ok {
 		if err := v.Validate(ctx, owner); err != nil {
 			r.terminal = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 			r.reason = ReasonInvalid
-			return r
+			return nil, nil
 		}
 	}
 	b := newBuilder(owner, c.scheme, c.mapper, c.ownedKind)
@@ -184,22 +231,32 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) *o
 		} else {
 			r.transient, r.reason = errors.Wrap(err, "AddResources"), ReasonBuildFailed
 		}
-		return r
+		return nil, nil
 	}
 	if err := b.err(); err != nil {
 		r.terminal, r.reason = err, ReasonBuildFailed
-		return r
+		return nil, nil
 	}
-	r.nodes = c.runGraph(ctx, owner, b.nodes)
-	r.summarize()
-	if r.failed == 0 && ctx.Err() == nil {
-		r.prune = c.prune(ctx, owner, b.index)
+	if b.nodes == nil {
+		return []*nodeSpec{}, b.index
 	}
-	return r
+	return b.nodes, b.index
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runGraph applies every node, each once its blockers are ready.
 func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
+	ctx, span := startSpan(ctx, spanRunGraph, trace.WithAttributes(attrNodes.Int(len(specs))))
+	defer span.End()
+	runStart := time.Now()
 	results := make([]nodeResult, len(specs))
 	g := graph.New[NodeID](graph.Options{SizeHint: len(specs)})
 	for i, s := range specs {
@@ -210,7 +267,23 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 		fn := func(ctx context.Context) error {
 			// Blockers finished before this runs (the scheduler's happens-before), so reading
 			// their slots is safe; each node writes only its own slot.
-			return c.processNode(ctx, owner, s, results, i)
+			ctx, span := startNodeSpan(ctx, s, results, runStart)
+			results[i].spanContext = span.SpanContext()
+			err := c.processNode(ctx, owner, s, results, i)
+			span.SetAttributes(attrAction.String(string(results[i].action)))
+			var w *waitingError
+			switch {
+			case err == nil:
+				span.SetAttributes(attrOutcome.String(string(api.NodeReady)))
+				endSpan(span, nil)
+			case errors.As(err, &w):
+				span.SetAttributes(attrOutcome.String(string(api.NodeWaiting)))
+				endSpan(span, nil)
+			default:
+				span.SetAttributes(attrOutcome.String(string(api.NodeFailed)))
+				endSpan(span, err)
+			}
+			return err
 		}
 		if err := g.AddNode(s.id, fn, blockers...); err != nil {
 			// The Builder checked IDs and blockers already; this is a bug.
@@ -239,6 +312,7 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 			res.state, res.message = stateCanceled, "reconcile ended before this node ran"
 		}
 	}
+	recordSkippedNodeSpans(ctx, results, run)
 	return results
 }
 
@@ -253,6 +327,8 @@ func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) erro
 func (c *Controller) forget(uid types.UID) { c.fingerprints.Delete(uid) }
 
 func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
+
+func errorsIsPanic(err error) bool { return errors.Is(err, graph.ErrPanic) }
 
 // isTerminal reports whether err cannot be fixed by retrying: a reconcile.TerminalError, or an
 // object the API server rejects as invalid or malformed.

@@ -9,10 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kdag-dev/kdag/pkg/api"
 	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
 // processNode brings one node's object to its desired state and checks its readiness. It
@@ -62,7 +65,16 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	if err != nil {
 		return errors.Wrapf(err, "%s: hash content", s.id)
 	}
-	return c.checkReady(s, current, live)
+	_, span := startSpan(ctx, spanReadiness)
+	err = c.checkReady(s, current, live)
+	var w *waitingError
+	if errors.As(err, &w) {
+		span.SetAttributes(attrOutcome.String(string(api.NodeWaiting)))
+		endSpan(span, nil)
+	} else {
+		endSpan(span, err)
+	}
+	return err
 }
 
 // desired returns the node's object as it will be applied: the author's object with the node's
@@ -104,7 +116,7 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 			return nil, errors.Wrapf(err, "%s: annotate pod template", s.id)
 		}
 	}
-	hash, err := resources.DesiredHash(u, AnnotationDesiredHash)
+	hash, err := resources.DesiredHash(u, AnnotationDesiredHash, tracing.AnnotationTraceParent)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: hash desired object", s.id)
 	}
@@ -177,8 +189,19 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 
 // apply server-side applies desired with kdag's field manager, forcing ownership (kdag only
 // applies objects it created or was told to adopt), and leaves the response in desired.
-func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) error {
-	err := c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+//
+// A custom resource (a child owner) gets the trace context of this reconcile in an annotation,
+// so its own controller's reconcile links to this one. The annotation is left out of the
+// desired hash and set only here, on a write that happens anyway: it never causes a write.
+func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) (err error) {
+	ctx, span := startSpan(ctx, spanApply)
+	defer func() { endSpan(span, err) }()
+	if !clientgoscheme.Scheme.Recognizes(s.gvk) {
+		if tp, ok := tracing.InjectAnnotation(ctx); ok {
+			setAnnotation(desired, tp, tracing.AnnotationTraceParent)
+		}
+	}
+	err = c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 		client.FieldOwner(c.opts.FieldManager), client.ForceOwnership)
 	if err != nil {
 		return errors.Wrapf(err, "%s: apply", s.id)

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/metrics"
 )
 
 // Options configure a Controller. Every field states its default; pass them with the With…
@@ -22,6 +24,9 @@ type Options struct {
 	OperatorVersion string
 	// OwnedTypes add to the ResourceManager's OwnedTypes. Default: none.
 	OwnedTypes []client.Object
+	// Metrics records the kdag_ series. Default: registered once on controller-runtime's
+	// registry, which the manager's metrics endpoint serves.
+	Metrics *metrics.Metrics
 }
 
 // Option sets a field of Options.
@@ -43,6 +48,9 @@ func WithOrderedTeardown() Option { return func(o *Options) { o.OrderedTeardown 
 
 // WithOperatorVersion sets Options.OperatorVersion.
 func WithOperatorVersion(v string) Option { return func(o *Options) { o.OperatorVersion = v } }
+
+// WithMetrics sets Options.Metrics.
+func WithMetrics(m *metrics.Metrics) Option { return func(o *Options) { o.Metrics = m } }
 
 // WithOwnedTypes adds to Options.OwnedTypes.
 func WithOwnedTypes(objs ...client.Object) Option {

@@ -2,12 +2,17 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kdag-dev/kdag/pkg/graph"
 )
@@ -21,7 +26,9 @@ type Plan struct {
 
 // PlannedNode is one node of a Plan.
 type PlannedNode struct {
-	ID         NodeID
+	ID NodeID
+	// GVK is the object's group, version and kind, from the scheme.
+	GVK        schema.GroupVersionKind
 	Blockers   []NodeID
 	CreateOnly bool
 	Adopt      bool
@@ -43,7 +50,7 @@ func NewPlan(ctx context.Context, rm ResourceManager, owner client.Object, schem
 	}
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
 	for i, s := range b.nodes {
-		n := PlannedNode{ID: s.id, CreateOnly: s.createOnly, Adopt: s.adopt, Object: s.obj}
+		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Object: s.obj}
 		for _, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
 		}
@@ -81,4 +88,75 @@ func (p *Plan) WriteDOT(w io.Writer) error {
 		return err
 	}
 	return g.WriteDOT(w, nil, graph.RenderOptions[NodeID]{Label: NodeID.String})
+}
+
+// RedactedValue replaces every value of a Secret's data and stringData in WriteText.
+const RedactedValue = "<redacted>"
+
+// WriteText writes the plan for reading and for golden files: one line per node in order, with
+// its blockers and options, then each node's object as a YAML document (status and
+// creationTimestamp left out, every Secret value replaced by RedactedValue). The same plan
+// always gives the same bytes.
+func (p *Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, n := range p.Nodes {
+		fmt.Fprintf(&b, "%s%s\n", n.ID, n.describe())
+	}
+	for _, n := range p.Nodes {
+		raw, err := n.yaml()
+		if err != nil {
+			return errors.Wrapf(err, "render %s", n.ID)
+		}
+		fmt.Fprintf(&b, "---\n# %s%s\n%s", n.ID, n.describe(), raw)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// describe returns "  (after A, B; create-only; adopt)", or "" for a node with neither
+// blockers nor options.
+func (n PlannedNode) describe() string {
+	var parts []string
+	if len(n.Blockers) > 0 {
+		names := make([]string, len(n.Blockers))
+		for i, b := range n.Blockers {
+			names[i] = b.String()
+		}
+		parts = append(parts, "after "+strings.Join(names, ", "))
+	}
+	if n.CreateOnly {
+		parts = append(parts, "create-only")
+	}
+	if n.Adopt {
+		parts = append(parts, "adopt")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  (" + strings.Join(parts, "; ") + ")"
+}
+
+// yaml renders the node's object with its apiVersion and kind, without status and
+// creationTimestamp, Secret values redacted.
+func (n PlannedNode) yaml() ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n.Object)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetGroupVersionKind(n.GVK)
+	unstructured.RemoveNestedField(obj.Object, "status")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	if n.GVK.Group == "" && n.GVK.Kind == "Secret" {
+		for _, field := range []string{"data", "stringData"} {
+			values, ok := obj.Object[field].(map[string]any)
+			if !ok {
+				continue
+			}
+			for k := range values {
+				values[k] = RedactedValue
+			}
+		}
+	}
+	return yaml.Marshal(obj.Object)
 }

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,8 +21,12 @@ type pruneResult struct {
 // the graph any more (a component switched off). It reads from the cache, matches on the owner's
 // UID (never on names) and deletes with a UID precondition, so it cannot touch an object that
 // kdag did not apply for this owner.
-func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) pruneResult {
-	var r pruneResult
+func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) (r pruneResult) {
+	ctx, span := startSpan(ctx, spanPrune)
+	defer func() {
+		span.SetAttributes(attribute.Int("kdag.prune.deleted", len(r.pruned)))
+		endSpan(span, r.err)
+	}()
 	for _, obj := range c.ownedObjects(ctx, owner, &r.err) {
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}

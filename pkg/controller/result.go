@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ type nodeResult struct {
 	err         error
 	contentHash string                     // what dependents consume; set when the node succeeded
 	live        *unstructured.Unstructured // the object after apply, or from the cache
+	spanContext trace.SpanContext          // the node's span, linked from its dependents' spans
 	wait        time.Duration
 	duration    time.Duration
 }
