@@ -43,7 +43,6 @@ JAEGER_CONFIG := $(ROOT)/hack/jaeger/config.yaml
 
 export KUBEBUILDER_ASSETS := $(CLUSTER_BIN)
 export KWOK_KUBE_VERSION := $(KUBE_VERSION)
-export CGO_ENABLED ?= 0
 
 # The local cluster (kwokctl, binary runtime) that `make dev-cluster`, `make demo` and the e2e tests use.
 CLUSTER_NAME ?= kdag
@@ -152,7 +151,7 @@ tools-dev: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(GOTESTSUM) $(BENCHSTAT) $(GO
 
 $(KUBE_DIR)/kube-apiserver:
 	@$(call say,building kube-apiserver kube-controller-manager kube-scheduler kubectl $(KUBE_VERSION) (cold: ~8 min on 2 cores))
-	cd $(TOOLS)/k8s && go build -trimpath -ldflags '$(kube_ldflags)' -o $(KUBE_DIR).tmp/ \
+	cd $(TOOLS)/k8s && CGO_ENABLED=0 go build -trimpath -ldflags '$(kube_ldflags)' -o $(KUBE_DIR).tmp/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 	rm -rf $(KUBE_DIR) && mv $(KUBE_DIR).tmp $(KUBE_DIR)
@@ -160,11 +159,11 @@ $(KUBE_DIR)/kube-apiserver:
 $(ETCD):
 	@$(call say,building etcd $(ETCD_VERSION) (cold: ~1.5 min))
 	mkdir -p $(dir $@)
-	cd $(TOOLS)/etcd && go build -trimpath -ldflags '-s -w' -o $@.tmp . && mv $@.tmp $@
+	cd $(TOOLS)/etcd && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $@.tmp . && mv $@.tmp $@
 
 $(KWOK_DIR)/kwokctl:
 	@$(call say,building kwok kwokctl $(KWOK_VERSION) (cold: ~2.5 min))
-	cd $(TOOLS)/kwok && go build -trimpath -ldflags '-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION:v%=%) -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$(KUBE_VERSION:v%=%)' \
+	cd $(TOOLS)/kwok && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION:v%=%) -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$(KUBE_VERSION:v%=%)' \
 		-o $(KWOK_DIR).tmp/ sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 	rm -rf $(KWOK_DIR) && mv $(KWOK_DIR).tmp $(KWOK_DIR)
 
@@ -173,7 +172,7 @@ define devtool
 $(1):
 	@$$(call say,building $(notdir $(1)))
 	mkdir -p $(BIN)
-	cd $(TOOLS)/$(2) && go build -trimpath -ldflags '-s -w' -o $$@.tmp $(3) && mv $$@.tmp $$@
+	cd $(TOOLS)/$(2) && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $$@.tmp $(3) && mv $$@.tmp $$@
 	ln -sfn $$(notdir $$@) $(BIN)/$(4)
 endef
 $(eval $(call devtool,$(CONTROLLER_GEN),dev,sigs.k8s.io/controller-tools/cmd/controller-gen,controller-gen))
@@ -186,7 +185,7 @@ $(eval $(call devtool,$(GOLANGCI_LINT),lint,github.com/golangci/golangci-lint/v2
 $(JAEGER):
 	@$(call say,building jaeger $(JAEGER_VERSION) (cold: ~3 min idle; ~11 min on a busy 2-core machine))
 	mkdir -p $(dir $@)
-	cd $(TOOLS)/jaeger && go build -trimpath -ldflags '-s -w' -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger && mv $@.tmp $@
+	cd $(TOOLS)/jaeger && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger && mv $@.tmp $@
 
 ##@ Observability
 
