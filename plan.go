@@ -111,7 +111,7 @@ func (p *planner) decode(raw []byte, namespace string) ([]client.Object, error) 
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return owners, nil
 		} else if err != nil {
 			return nil, err

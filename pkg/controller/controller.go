@@ -159,7 +159,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	owner := c.rm.NewEmpty()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.metrics.ForgetOwner(c.name, req.NamespacedName.String())
+			c.metrics.ForgetOwner(c.name, req.String())
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName)
@@ -167,29 +167,29 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
 	defer func() { endSpan(span, err) }()
-	logger := log.FromContext(ctx).WithValues("controller", c.name, "owner", req.NamespacedName.String())
+	logger := log.FromContext(ctx).WithValues("controller", c.name, "owner", req.String())
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
-	res, err := c.reconcile(ctx, owner)
-	return res, err
+	err = c.reconcile(ctx, owner)
+	return reconcile.Result{}, err
 }
 
 // reconcile is Reconcile once the owner is read and the span started.
-func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, owner client.Object) error {
 	if !owner.GetDeletionTimestamp().IsZero() {
-		return reconcile.Result{}, c.finalize(ctx, owner)
+		return c.finalize(ctx, owner)
 	}
 	if c.teardown && !controllerutil.ContainsFinalizer(owner, Finalizer) {
 		if err := c.addFinalizer(ctx, owner); err != nil {
-			return reconcile.Result{}, err
+			return err
 		}
 	}
 
 	r := c.reconcileGraph(ctx, owner)
 	if err := c.writeStatus(ctx, owner, r); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
-	return reconcile.Result{}, r.returnErr()
+	return r.returnErr()
 }
 
 // reconcileGraph validates the owner, builds and runs its graph, and prunes.

@@ -357,11 +357,6 @@ func (f *fixture) waitCached(obj client.Object, name, what string, cond func() b
 }
 
 // waitCachedGone polls the cache until it no longer holds obj.
-func (f *fixture) waitCachedGone(obj client.Object, name string) {
-	f.t.Helper()
-	eventually(f.t, "cache drops "+name, func() bool { return apierrors.IsNotFound(f.cached(obj, name)) })
-}
-
 // waitCachedVersion polls the cache until it holds obj at resourceVersion rv or later.
 func (f *fixture) waitCachedVersion(obj client.Object, name, rv string) {
 	f.t.Helper()

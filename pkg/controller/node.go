@@ -66,7 +66,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 		return errors.Wrapf(err, "%s: hash content", s.id)
 	}
 	_, span := startSpan(ctx, spanReadiness)
-	err = c.checkReady(s, current, live)
+	err = c.checkReady(s, current)
 	var w *waitingError
 	if errors.As(err, &w) {
 		span.SetAttributes(attrOutcome.String(string(api.NodeWaiting)))
@@ -109,9 +109,7 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 		return nil, errors.Wrapf(err, "%s: prepare for apply", s.id)
 	}
 	if depHash := dependenciesHash(s, results); depHash != "" {
-		if err := setAnnotation(u, depHash, AnnotationDependenciesHash); err != nil {
-			return nil, errors.Wrapf(err, "%s: annotate", s.id)
-		}
+		setAnnotation(u, depHash, AnnotationDependenciesHash)
 		if err := annotatePodTemplate(u, AnnotationDependenciesHash, depHash); err != nil {
 			return nil, errors.Wrapf(err, "%s: annotate pod template", s.id)
 		}
@@ -120,9 +118,7 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: hash desired object", s.id)
 	}
-	if err := setAnnotation(u, hash, AnnotationDesiredHash); err != nil {
-		return nil, errors.Wrapf(err, "%s: annotate", s.id)
-	}
+	setAnnotation(u, hash, AnnotationDesiredHash)
 	return u, nil
 }
 
@@ -219,7 +215,7 @@ func (c *Controller) fingerprintChanged(live *unstructured.Unstructured) bool {
 
 // checkReady returns nil when current is ready, a *waitingError when not yet, and an error when
 // it failed for good (a Failed Job) or the readiness function failed.
-func (c *Controller) checkReady(s *nodeSpec, current *unstructured.Unstructured, live client.Object) error {
+func (c *Controller) checkReady(s *nodeSpec, current *unstructured.Unstructured) error {
 	if s.readyWhen != nil {
 		typed, err := c.newObject(s)
 		if err != nil {
@@ -261,14 +257,13 @@ func (c *Controller) newObject(s *nodeSpec) (client.Object, error) {
 	return co, nil
 }
 
-func setAnnotation(u *unstructured.Unstructured, value, key string) error {
+func setAnnotation(u *unstructured.Unstructured, value, key string) {
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
 	ann[key] = value
 	u.SetAnnotations(ann)
-	return nil
 }
 
 // annotatePodTemplate sets key on the pod template of a workload (Deployment, StatefulSet,

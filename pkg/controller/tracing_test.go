@@ -138,7 +138,7 @@ func names(spans tracetest.SpanStubs) []string {
 func attr(s tracetest.SpanStub, key attribute.Key) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -1,10 +1,11 @@
 package testapi
 
 import (
-	"github.com/kdag-dev/kdag/pkg/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kdag-dev/kdag/pkg/api"
 )
 
 // GroupVersion is the API group and version of Widget.
