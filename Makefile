@@ -103,7 +103,7 @@ build: ## Build the manager binary into bin/manager.
 	go build -o $(BIN)/manager .
 
 .PHONY: test
-test: tools-cluster ## Run unit, envtest and e2e tests with -race (builds the control plane first).
+test: tools-cluster $(JAEGER) ## Run unit, envtest and e2e tests with -race (builds the control plane and Jaeger first).
 	@$(call say,go test $(GO_TEST_FLAGS) $(PKGS))
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
@@ -137,7 +137,7 @@ demo: tools-cluster ## Deploy the reference app on the local cluster: cluster, C
 ##@ Tools (built from source into bin/, keyed by version)
 
 .PHONY: tools
-tools: tools-cluster tools-dev ## Build every pinned tool (cold: ~10 min on 2 cores; warm: nothing to do).
+tools: tools-cluster tools-dev tools-jaeger ## Build every pinned tool (cold: ~10 min on 2 cores; warm: nothing to do).
 
 .PHONY: tools-cluster
 tools-cluster: $(KUBE_DIR)/kube-apiserver $(ETCD) $(KWOK_DIR)/kwokctl ## Build the control plane into bin/cluster (cold: ~10 min).
@@ -188,6 +188,9 @@ $(JAEGER):
 	cd $(TOOLS)/jaeger && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger && mv $@.tmp $@
 
 ##@ Observability
+
+.PHONY: tools-jaeger
+tools-jaeger: $(JAEGER) ## Build Jaeger into bin/ (cold: ~3 min idle).
 
 .PHONY: jaeger
 jaeger: $(JAEGER) ## Run Jaeger in the foreground (in-memory storage, loopback only); Ctrl-C stops it.
