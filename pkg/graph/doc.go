@@ -33,10 +33,15 @@
 //
 //   - A node runs at most once, and only after all its blockers succeeded.
 //     It becomes runnable the moment its last blocker succeeds; nothing
-//     polls. Runnable nodes start in the order they became runnable, nodes
-//     runnable together in insertion order.
+//     polls. Runnable nodes are taken first in, first out: in the order they
+//     became runnable, and in insertion order when they became runnable
+//     together.
 //   - MaxParallel bounds the nodes running at once; a node waiting for its
 //     blockers holds no slot. Unbounded, every runnable node runs at once.
+//   - Nodes run on a pool of worker goroutines that grows while nodes block
+//     and stays small while they return quickly; a worker goes straight on
+//     to a node its own node made runnable. Building and running allocate a few
+//     slices per graph, not per node, plus one closure per worker started.
 //   - A failed node (error, panic or runtime.Goexit) blocks its descendants,
 //     which are reported Blocked with the ID of the failed ancestor; all
 //     other nodes still run. Run returns every failure, joined.
