@@ -171,6 +171,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
 	err = c.reconcile(ctx, owner)
+	if err != nil {
+		// controller-runtime logs the error too, but without the trace: this line links them.
+		logger.Info("reconcile failed", "error", err.Error())
+	} else {
+		logger.V(1).Info("reconciled")
+	}
 	return reconcile.Result{}, err
 }
 

@@ -20,16 +20,9 @@ const (
 	LabelOutcome    = "outcome"
 )
 
-// Suggested label values for action and outcome; the methods take any string.
-const (
-	ActionApplied = "applied"
-	ActionSkipped = "skipped"
-	ActionPruned  = "pruned"
-
-	OutcomeSuccess = "success"
-	OutcomeError   = "error"
-	OutcomeWaiting = "waiting"
-)
+// The action and outcome label values are the Controller's own names: its Action values
+// (created, applied, skipped, adopted, refused) and node states (Ready, Waiting, Failed, Blocked,
+// Canceled); this package takes them as strings so that it does not depend on the Controller.
 
 var (
 	// graphRunBuckets go up to a minute: a graph run includes every node's apply.
@@ -83,7 +76,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		nodes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,
 			Name:      "nodes_total",
-			Help:      "Graph nodes processed, by action (applied, skipped, pruned) and outcome (success, error, waiting).",
+			Help:      "Graph nodes processed, by action (created, applied, skipped, adopted, refused) and outcome (Ready, Waiting, Failed).",
 		}, []string{LabelController, LabelAction, LabelOutcome}),
 		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,

@@ -20,10 +20,10 @@ func TestCounters(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := Register(reg)
 
-	m.ObserveNode("gitea", "Deployment", ActionApplied, OutcomeSuccess, 20*time.Millisecond)
-	m.ObserveNode("gitea", "Service", ActionApplied, OutcomeSuccess, 5*time.Millisecond)
-	m.ObserveNode("gitea", "ConfigMap", ActionSkipped, OutcomeSuccess, time.Millisecond)
-	m.ObserveNode("gitea", "Job", ActionApplied, OutcomeError, time.Second)
+	m.ObserveNode("gitea", "Deployment", "applied", "Ready", 20*time.Millisecond)
+	m.ObserveNode("gitea", "Service", "applied", "Ready", 5*time.Millisecond)
+	m.ObserveNode("gitea", "ConfigMap", "skipped", "Ready", time.Millisecond)
+	m.ObserveNode("gitea", "Job", "applied", "Failed", time.Second)
 	m.DriftRepaired("gitea", "Deployment")
 	m.DriftRepaired("gitea", "Deployment")
 	m.Pruned("gitea", "Secret")
@@ -36,11 +36,11 @@ kdag_drift_repairs_total{controller="gitea",kind="Deployment"} 2
 # HELP kdag_node_panics_total Panics recovered while processing a graph node.
 # TYPE kdag_node_panics_total counter
 kdag_node_panics_total{controller="gitea"} 1
-# HELP kdag_nodes_total Graph nodes processed, by action (applied, skipped, pruned) and outcome (success, error, waiting).
+# HELP kdag_nodes_total Graph nodes processed, by action (created, applied, skipped, adopted, refused) and outcome (Ready, Waiting, Failed).
 # TYPE kdag_nodes_total counter
-kdag_nodes_total{action="applied",controller="gitea",outcome="error"} 1
-kdag_nodes_total{action="applied",controller="gitea",outcome="success"} 2
-kdag_nodes_total{action="skipped",controller="gitea",outcome="success"} 1
+kdag_nodes_total{action="applied",controller="gitea",outcome="Failed"} 1
+kdag_nodes_total{action="applied",controller="gitea",outcome="Ready"} 2
+kdag_nodes_total{action="skipped",controller="gitea",outcome="Ready"} 1
 # HELP kdag_prune_deletions_total Objects deleted because they left the desired graph.
 # TYPE kdag_prune_deletions_total counter
 kdag_prune_deletions_total{controller="gitea",kind="Secret"} 1
@@ -57,8 +57,8 @@ func TestHistograms(t *testing.T) {
 
 	m.ObserveGraphRun("gitea", 300*time.Millisecond)
 	m.ObserveGraphRun("gitea", 2*time.Second)
-	m.ObserveNode("gitea", "Deployment", ActionApplied, OutcomeSuccess, 20*time.Millisecond)
-	m.ObserveNode("gitea", "Deployment", ActionApplied, OutcomeSuccess, 30*time.Millisecond)
+	m.ObserveNode("gitea", "Deployment", "applied", "Ready", 20*time.Millisecond)
+	m.ObserveNode("gitea", "Deployment", "applied", "Ready", 30*time.Millisecond)
 
 	expected := `
 # HELP kdag_graph_run_duration_seconds Duration of one run of an owner's resource graph, from the first node to the last.
@@ -104,7 +104,7 @@ kdag_graph_run_duration_seconds_count{controller="gitea"} 2
 		for _, l := range f.GetMetric()[0].GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		if labels[LabelController] != "gitea" || labels[LabelKind] != "Deployment" || labels[LabelAction] != ActionApplied || len(labels) != 3 {
+		if labels[LabelController] != "gitea" || labels[LabelKind] != "Deployment" || labels[LabelAction] != "applied" || len(labels) != 3 {
 			t.Errorf("node histogram labels = %v", labels)
 		}
 		return
