@@ -75,10 +75,43 @@ type GraphSummary struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	NotReady []NodeStatus `json:"notReady,omitempty"`
+	// Nodes lists every node of the graph in graph order with its state and blockers, for tools
+	// that draw the graph (kubectl kdag tree). It holds at most MaxGraphNodes nodes: a larger
+	// graph leaves it empty and sets Truncated; the counts and NotReady still tell its state.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	Nodes []GraphNode `json:"nodes,omitempty"`
+	// Truncated is true when the graph has more than MaxGraphNodes nodes, so Nodes is empty.
+	// +optional
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // MaxNotReady caps GraphSummary.NotReady so a large broken graph cannot bloat the owner.
 const MaxNotReady = 20
+
+// MaxGraphNodes caps GraphSummary.Nodes: a graph with more nodes is not listed at all.
+const MaxGraphNodes = 100
+
+// GraphNode is one node of the owner's graph as GraphSummary.Nodes lists it. It carries no
+// message, so it changes only when the node's state does; NotReady says why a node is not ready.
+type GraphNode struct {
+	// Group is the API group of the node's object; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Kind of the node's object.
+	Kind string `json:"kind"`
+	// Namespace of the node's object; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the node's object.
+	Name string `json:"name"`
+	// State of the node.
+	State NodeState `json:"state"`
+	// Blockers are the indices in Nodes of the nodes this one waits for; each is smaller than
+	// this node's own index.
+	// +optional
+	Blockers []int32 `json:"blockers,omitempty"`
+}
 
 // NodeStatus identifies one node and says why it is not ready.
 type NodeStatus struct {

@@ -195,7 +195,33 @@ func (r *outcome) graphSummary() *api.GraphSummary {
 			})
 		}
 	}
+	if len(r.nodes) > api.MaxGraphNodes {
+		g.Truncated = true
+	} else {
+		g.Nodes = r.graphNodes()
+	}
 	return g
+}
+
+// graphNodes lists every node with its state and its blockers' indices, in graph order. It
+// returns nil if a node has no spec (the graph could not be run), as indices would be wrong.
+func (r *outcome) graphNodes() []api.GraphNode {
+	nodes := make([]api.GraphNode, len(r.nodes))
+	for i := range r.nodes {
+		s := r.nodes[i].spec
+		if s == nil {
+			return nil
+		}
+		gn := api.GraphNode{
+			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
+			State: r.nodes[i].state.api(),
+		}
+		for _, b := range s.blockers {
+			gn.Blockers = append(gn.Blockers, int32(b.index))
+		}
+		nodes[i] = gn
+	}
+	return nodes
 }
 
 func (s nodeState) api() api.NodeState {

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	fakedynamic "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+)
+
+const group = "gitea.kdag.dev"
+
+// owner returns an unstructured kdag owner with the given status.
+func owner(t *testing.T, kind, name string, generation int64, st api.Status) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw["url"] = "http://" + name // an owner's own status field, which the plugin ignores
+	u := &unstructured.Unstructured{Object: map[string]any{"status": raw}}
+	u.SetAPIVersion(group + "/v1alpha1")
+	u.SetKind(kind)
+	u.SetNamespace("default")
+	u.SetName(name)
+	u.SetGeneration(generation)
+	return u
+}
+
+func ready(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+	return []metav1.Condition{{Type: api.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: 1}}
+}
+
+// demoObjects is a Gitea whose PostgreSQL waits for its StatefulSet, whose Valkey is ready and
+// whose GiteaServer is blocked and not created yet.
+func demoObjects(t *testing.T) []*unstructured.Unstructured {
+	gitea := owner(t, "Gitea", "demo", 1, api.Status{
+		ObservedGeneration: 1, OperatorVersion: "dev",
+		Conditions: ready(metav1.ConditionFalse, "WaitingForNodes", "waiting for PostgreSQL default/demo-postgresql"),
+		Graph: &api.GraphSummary{
+			Total: 4, Ready: 2, Waiting: 1, Blocked: 1,
+			NotReady: []api.NodeStatus{
+				{Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: api.NodeWaiting,
+					Message: "waiting for StatefulSet default/demo-postgresql:\nAvailable: 0 of 1 replicas ready"},
+				{Kind: "GiteaServer", Namespace: "default", Name: "demo", State: api.NodeBlocked,
+					Message: "waiting for PostgreSQL default/demo-postgresql"},
+			},
+			Nodes: []api.GraphNode{
+				{Kind: "Secret", Namespace: "default", Name: "demo-admin", State: api.NodeReady},
+				{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: api.NodeWaiting},
+				{Group: group, Kind: "Valkey", Namespace: "default", Name: "demo-valkey", State: api.NodeReady},
+				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: api.NodeBlocked, Blockers: []int32{0, 1, 2}},
+			},
+		},
+	})
+	pg := owner(t, "PostgreSQL", "demo-postgresql", 1, api.Status{
+		ObservedGeneration: 1, OperatorVersion: "dev",
+		Conditions: ready(metav1.ConditionFalse, "WaitingForNodes", "waiting for StatefulSet default/demo-postgresql"),
+		Graph: &api.GraphSummary{
+			Total: 3, Ready: 2, Waiting: 1,
+			NotReady: []api.NodeStatus{{Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql",
+				State: api.NodeWaiting, Message: "Available: 0 of 1 replicas ready"}},
+			Nodes: []api.GraphNode{
+				{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: api.NodeReady},
+				{Kind: "Service", Namespace: "default", Name: "demo-postgresql", State: api.NodeReady},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: api.NodeWaiting, Blockers: []int32{0, 1}},
+			},
+		},
+	})
+	vk := owner(t, "Valkey", "demo-valkey", 1, api.Status{
+		ObservedGeneration: 1, OperatorVersion: "dev",
+		Conditions: ready(metav1.ConditionTrue, "Ready", "2 nodes ready"),
+		Graph: &api.GraphSummary{
+			Total: 2, Ready: 2,
+			Nodes: []api.GraphNode{
+				{Kind: "ConfigMap", Namespace: "default", Name: "demo-valkey", State: api.NodeReady},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-valkey", State: api.NodeReady, Blockers: []int32{0}},
+			},
+		},
+	})
+	plain := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": "Running"}}}
+	plain.SetAPIVersion(group + "/v1alpha1")
+	plain.SetKind("Gitea")
+	plain.SetNamespace("default")
+	plain.SetName("not-kdag")
+	return []*unstructured.Unstructured{gitea, pg, vk, plain}
+}
+
+// fakeDiscovery publishes the demo's custom resources and a few built-in ones.
+func fakeDiscovery() *fakediscovery.FakeDiscovery {
+	res := func(name, singular, kind, short string) metav1.APIResource {
+		r := metav1.APIResource{Name: name, SingularName: singular, Kind: kind, Namespaced: true, Verbs: metav1.Verbs{"get", "list"}}
+		if short != "" {
+			r.ShortNames = []string{short}
+		}
+		return r
+	}
+	return &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: group + "/v1alpha1", APIResources: []metav1.APIResource{
+			res("giteas", "gitea", "Gitea", "gt"),
+			res("giteaservers", "giteaserver", "GiteaServer", "gtsrv"),
+			res("postgresqls", "postgresql", "PostgreSQL", "gtpg"),
+			res("valkeys", "valkey", "Valkey", "gtvk"),
+		}},
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			res("secrets", "secret", "Secret", ""),
+			res("services", "service", "Service", "svc"),
+			res("configmaps", "configmap", "ConfigMap", "cm"),
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{res("statefulsets", "statefulset", "StatefulSet", "sts")}},
+	}}}
+}
+
+// newTestReader returns a reader over a fake cluster holding objs, and the fake dynamic client.
+// The objects are created through their discovered resources: the fake's own guess of a
+// resource from its kind is wrong for Valkey (valkies).
+func newTestReader(t *testing.T, warn io.Writer, objs ...*unstructured.Unstructured) (*reader, *fakedynamic.FakeDynamicClient) {
+	t.Helper()
+	mapper := newMapper(fakeDiscovery(), warn)
+	dyn := fakedynamic.NewSimpleDynamicClient(runtime.NewScheme())
+	for _, o := range objs {
+		m, err := mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(m.Resource).Namespace(o.GetNamespace()).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dyn.ClearActions()
+	return &reader{client: dyn, mapper: mapper, warn: warn}, dyn
+}

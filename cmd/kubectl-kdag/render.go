@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+)
+
+// row is one line of the tree output.
+type row struct {
+	name, ready, state, message string
+}
+
+// writeTree prints the owner and its nodes like clusterctl describe: the owner's Ready
+// condition, then each node in graph order with its state and, when the status gives one, why
+// it is not ready; expanded nested owners are indented below their node.
+func writeTree(w io.Writer, t *ownerTree) error {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tREADY\tSTATE\tMESSAGE")
+	for _, r := range treeRows(t) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.name, r.ready, r.state, r.message)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var out strings.Builder
+	for line := range strings.Lines(b.String()) {
+		out.WriteString(strings.TrimRight(line, " \n") + "\n")
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+// treeRows returns the owner's row and its nodes' rows.
+func treeRows(t *ownerTree) []row {
+	ready, state, msg := metav1.ConditionUnknown, "", "not reconciled yet"
+	if c := meta.FindStatusCondition(t.Status.Conditions, api.ConditionReady); c != nil {
+		ready, state, msg = c.Status, c.Reason, c.Message
+	}
+	if t.Generation > 0 && t.Status.ObservedGeneration != t.Generation {
+		msg += fmt.Sprintf(" (status of generation %d, current is %d)", t.Status.ObservedGeneration, t.Generation)
+	}
+	rows := []row{{name: t.Kind + "/" + t.Name, ready: string(ready), state: state, message: oneLine(msg)}}
+	return append(rows, nodeRows(t, "")...)
+}
+
+// nodeRows returns the rows of t's nodes, each prefixed by indent and its branch.
+func nodeRows(t *ownerTree, indent string) []row {
+	g := t.Status.Graph
+	if g == nil {
+		return nil
+	}
+	type item struct {
+		r     row
+		child *ownerTree
+	}
+	var items []item
+	for i, n := range g.Nodes {
+		r := row{name: nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), ready: readyOf(n.State), state: string(n.State)}
+		if s, ok := t.notReady(n); ok {
+			r.message = oneLine(s.Message)
+		}
+		items = append(items, item{r: r, child: t.Children[i]})
+	}
+	if listed := int32(len(g.Nodes)); g.Total > listed {
+		// A large graph (or an older operator) does not list its nodes: show the ones not
+		// ready, then what the counts say about the rest.
+		shown := int32(0)
+		if listed == 0 {
+			for _, s := range g.NotReady {
+				items = append(items, item{r: row{
+					name:  nodeName(s.Kind, s.Namespace, s.Name, t.Namespace),
+					ready: readyOf(s.State), state: string(s.State), message: oneLine(s.Message),
+				}})
+			}
+			shown = int32(len(g.NotReady))
+		}
+		items = append(items, item{r: row{
+			name:    fmt.Sprintf("... %d more nodes", g.Total-listed-shown),
+			message: fmt.Sprintf("not listed in the status (at most %d are); %s", api.MaxGraphNodes, counts(g)),
+		}})
+	}
+	var rows []row
+	for i, it := range items {
+		branch, next := "├─", "│ "
+		if i == len(items)-1 {
+			branch, next = "└─", "  "
+		}
+		it.r.name = indent + branch + it.r.name
+		rows = append(rows, it.r)
+		if it.child != nil {
+			rows = append(rows, nodeRows(it.child, indent+next)...)
+		}
+	}
+	return rows
+}
+
+// nodeName is Kind/name, with the namespace when it is not the owner's.
+func nodeName(kind, namespace, name, ownerNamespace string) string {
+	if namespace != "" && namespace != ownerNamespace {
+		return fmt.Sprintf("%s/%s (namespace %s)", kind, name, namespace)
+	}
+	return kind + "/" + name
+}
+
+func readyOf(s api.NodeState) string {
+	if s == api.NodeReady {
+		return string(metav1.ConditionTrue)
+	}
+	return string(metav1.ConditionFalse)
+}
+
+// counts summarises the graph's counts: "120 nodes: 118 ready, 1 waiting, 1 failed".
+func counts(g *api.GraphSummary) string {
+	parts := []string{fmt.Sprintf("%d ready", g.Ready)}
+	for _, c := range []struct {
+		n    int32
+		name string
+	}{{g.Waiting, "waiting"}, {g.Failed, "failed"}, {g.Blocked, "blocked"}, {g.Canceled, "canceled"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.name))
+		}
+	}
+	return fmt.Sprintf("%d nodes: %s", g.Total, strings.Join(parts, ", "))
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// stateColor is the fill color of a node state, in the palette of pkg/graph's renderings.
+func stateColor(s api.NodeState) string {
+	switch s {
+	case api.NodeReady:
+		return "#b7e1b0"
+	case api.NodeWaiting:
+		return "#b9d7f0"
+	case api.NodeFailed:
+		return "#f4a6a6"
+	case api.NodeBlocked:
+		return "#d9d9d9"
+	case api.NodeCanceled:
+		return "#f6e3a1"
+	default:
+		return "#ffffff"
+	}
+}
+
+var nodeStates = []api.NodeState{api.NodeReady, api.NodeWaiting, api.NodeFailed, api.NodeBlocked, api.NodeCanceled}
+
+// drawable returns the owner's listed nodes, or an error when the status does not list them all.
+func drawable(t *ownerTree) ([]api.GraphNode, error) {
+	g := t.Status.Graph
+	if g == nil {
+		return nil, nil
+	}
+	if int32(len(g.Nodes)) != g.Total {
+		why := fmt.Sprintf("more than the %d its status lists", api.MaxGraphNodes)
+		if !g.Truncated {
+			why = "and its status does not list them (an operator built before kdag published nodes)"
+		}
+		return nil, fmt.Errorf("%s %s has %d nodes, %s: use -o tree to see the ones not ready",
+			t.Kind, t.Name, g.Total, why)
+	}
+	return g.Nodes, nil
+}
+
+// writeMermaid draws the owner's graph as a Mermaid flowchart in the style of pkg/graph's
+// WriteMermaid: nodes n0, n1, ... in graph order, labeled Kind/name and state, classed by
+// state; edges go from blocker to dependent.
+func writeMermaid(w io.Writer, t *ownerTree) error {
+	nodes, err := drawable(t)
+	if err != nil {
+		return err
+	}
+	// Mermaid reads #name; as an entity and labels as HTML.
+	escape := strings.NewReplacer(`#`, `#35;`, `"`, `#quot;`, `<`, `#lt;`, `>`, `#gt;`, `&`, `#amp;`, "\n", `<br/>`, "\r", "").Replace
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "---\ntitle: %q\n---\nflowchart TD\n", t.Kind+"/"+t.Name)
+	for i, n := range nodes {
+		fmt.Fprintf(&b, "  n%d[\"%s<br/>%s\"]:::%s\n", i, escape(nodeName(n.Kind, n.Namespace, n.Name, t.Namespace)), n.State, n.State)
+	}
+	writeEdges(&b, nodes, "  n%d --> n%d\n")
+	for _, s := range nodeStates {
+		fmt.Fprintf(&b, "  classDef %s fill:%s\n", s, stateColor(s))
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// writeDOT draws the owner's graph in Graphviz DOT in the style of pkg/graph's WriteDOT.
+func writeDOT(w io.Writer, t *ownerTree) error {
+	nodes, err := drawable(t)
+	if err != nil {
+		return err
+	}
+	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "").Replace
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "digraph {\n  label=\"%s\";\n  labelloc=t;\n  node [shape=box];\n", escape(t.Kind+"/"+t.Name))
+	for i, n := range nodes {
+		fmt.Fprintf(&b, "  n%d [label=\"%s\\n%s\", style=filled, fillcolor=\"%s\"];\n",
+			i, escape(nodeName(n.Kind, n.Namespace, n.Name, t.Namespace)), n.State, stateColor(n.State))
+	}
+	writeEdges(&b, nodes, "  n%d -> n%d;\n")
+	b.WriteString("}\n")
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// writeEdges writes one line per edge, by dependent in graph order, then by blocker in the
+// order the node declared them. Indices out of range (a corrupt status) are skipped.
+func writeEdges(b *bytes.Buffer, nodes []api.GraphNode, format string) {
+	for i, n := range nodes {
+		for _, bl := range n.Blockers {
+			if bl >= 0 && int(bl) < len(nodes) {
+				fmt.Fprintf(b, format, bl, i)
+			}
+		}
+	}
+}

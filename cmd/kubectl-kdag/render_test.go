@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+)
+
+// demoTree loads the demo Gitea from the fake cluster, expanded depth levels.
+func demoTree(t *testing.T, depth int) *ownerTree {
+	t.Helper()
+	var warn bytes.Buffer
+	r, _ := newTestReader(t, &warn, demoObjects(t)...)
+	m, err := resolveType(r.mapper, "gitea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := r.load(context.Background(), m, "default", "demo", depth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warn.Len() > 0 {
+		t.Errorf("warnings: %s", warn.String())
+	}
+	return tr
+}
+
+func render(t *testing.T, tr *ownerTree, format string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, tr, format); err != nil {
+		t.Fatalf("write %s: %v", format, err)
+	}
+	return b.String()
+}
+
+func checkOutput(t *testing.T, what, got, want string) {
+	t.Helper()
+	want = strings.TrimPrefix(want, "\n")
+	if got != want {
+		t.Errorf("%s:\n--- got\n%s--- want\n%s", what, got, want)
+	}
+}
+
+func TestWriteTree_TwoLevels(t *testing.T) {
+	checkOutput(t, "tree", render(t, demoTree(t, 3), "tree"), `
+NAME                             READY  STATE            MESSAGE
+Gitea/demo                       False  WaitingForNodes  waiting for PostgreSQL default/demo-postgresql
+├─Secret/demo-admin              True   Ready
+├─PostgreSQL/demo-postgresql     False  Waiting          waiting for StatefulSet default/demo-postgresql: Available: 0 of 1 replicas ready
+│ ├─Secret/demo-postgresql-auth  True   Ready
+│ ├─Service/demo-postgresql      True   Ready
+│ └─StatefulSet/demo-postgresql  False  Waiting          Available: 0 of 1 replicas ready
+├─Valkey/demo-valkey             True   Ready
+│ ├─ConfigMap/demo-valkey        True   Ready
+│ └─StatefulSet/demo-valkey      True   Ready
+└─GiteaServer/demo               False  Blocked          waiting for PostgreSQL default/demo-postgresql
+`)
+}
+
+func TestWriteTree_DepthZeroDoesNotExpand(t *testing.T) {
+	checkOutput(t, "tree", render(t, demoTree(t, 0), "tree"), `
+NAME                          READY  STATE            MESSAGE
+Gitea/demo                    False  WaitingForNodes  waiting for PostgreSQL default/demo-postgresql
+├─Secret/demo-admin           True   Ready
+├─PostgreSQL/demo-postgresql  False  Waiting          waiting for StatefulSet default/demo-postgresql: Available: 0 of 1 replicas ready
+├─Valkey/demo-valkey          True   Ready
+└─GiteaServer/demo            False  Blocked          waiting for PostgreSQL default/demo-postgresql
+`)
+}
+
+func TestWriteTree_LastNodeExpandedAndOtherNamespace(t *testing.T) {
+	tr := &ownerTree{Kind: "App", Namespace: "a", Name: "x", Generation: 3, Status: api.Status{ObservedGeneration: 2,
+		Graph: &api.GraphSummary{Total: 2, Ready: 2, Nodes: []api.GraphNode{
+			{Kind: "ClusterRole", Name: "x", State: api.NodeReady},
+			{Group: "example.com", Kind: "Db", Namespace: "b", Name: "x-db", State: api.NodeReady},
+		}}},
+		Children: map[int]*ownerTree{1: {Kind: "Db", Namespace: "b", Name: "x-db", Status: api.Status{
+			Graph: &api.GraphSummary{Total: 1, Ready: 1, Nodes: []api.GraphNode{{Kind: "Secret", Namespace: "b", Name: "x-db", State: api.NodeReady}}},
+		}}},
+	}
+	checkOutput(t, "tree", render(t, tr, "tree"), `
+NAME                     READY    STATE  MESSAGE
+App/x                    Unknown         not reconciled yet (status of generation 2, current is 3)
+├─ClusterRole/x          True     Ready
+└─Db/x-db (namespace b)  True     Ready
+  └─Secret/x-db          True     Ready
+`)
+}
+
+func TestWriteTree_TruncatedGraphShowsNotReadyAndCounts(t *testing.T) {
+	tr := &ownerTree{Kind: "App", Namespace: "a", Name: "big", Status: api.Status{
+		Graph: &api.GraphSummary{Total: 150, Ready: 148, Failed: 1, Waiting: 1, Truncated: true, NotReady: []api.NodeStatus{
+			{Kind: "Job", Namespace: "a", Name: "migrate", State: api.NodeFailed, Message: "BackoffLimitExceeded"},
+			{Kind: "Deployment", Namespace: "a", Name: "web", State: api.NodeWaiting, Message: "0 of 2 replicas"},
+		}}}}
+	checkOutput(t, "tree", render(t, tr, "tree"), `
+NAME                  READY    STATE    MESSAGE
+App/big               Unknown           not reconciled yet
+├─Job/migrate         False    Failed   BackoffLimitExceeded
+├─Deployment/web      False    Waiting  0 of 2 replicas
+└─... 148 more nodes                    not listed in the status (at most 100 are); 150 nodes: 148 ready, 1 waiting, 1 failed
+`)
+	for _, format := range []string{"mermaid", "dot"} {
+		err := write(&bytes.Buffer{}, tr, format)
+		if err == nil || !strings.Contains(err.Error(), "150 nodes, more than the 100") || !strings.Contains(err.Error(), "-o tree") {
+			t.Errorf("%s of a truncated graph: err = %v, want one pointing to -o tree", format, err)
+		}
+	}
+}
+
+func TestWriteMermaid(t *testing.T) {
+	checkOutput(t, "mermaid", render(t, demoTree(t, 3), "mermaid"), `
+---
+title: "Gitea/demo"
+---
+flowchart TD
+  n0["Secret/demo-admin<br/>Ready"]:::Ready
+  n1["PostgreSQL/demo-postgresql<br/>Waiting"]:::Waiting
+  n2["Valkey/demo-valkey<br/>Ready"]:::Ready
+  n3["GiteaServer/demo<br/>Blocked"]:::Blocked
+  n0 --> n3
+  n1 --> n3
+  n2 --> n3
+  classDef Ready fill:#b7e1b0
+  classDef Waiting fill:#b9d7f0
+  classDef Failed fill:#f4a6a6
+  classDef Blocked fill:#d9d9d9
+  classDef Canceled fill:#f6e3a1
+`)
+}
+
+func TestWriteDOT(t *testing.T) {
+	checkOutput(t, "dot", render(t, demoTree(t, 3), "dot"), `
+digraph {
+  label="Gitea/demo";
+  labelloc=t;
+  node [shape=box];
+  n0 [label="Secret/demo-admin\nReady", style=filled, fillcolor="#b7e1b0"];
+  n1 [label="PostgreSQL/demo-postgresql\nWaiting", style=filled, fillcolor="#b9d7f0"];
+  n2 [label="Valkey/demo-valkey\nReady", style=filled, fillcolor="#b7e1b0"];
+  n3 [label="GiteaServer/demo\nBlocked", style=filled, fillcolor="#d9d9d9"];
+  n0 -> n3;
+  n1 -> n3;
+  n2 -> n3;
+}
+`)
+}
+
+func TestWriteMermaidAndDOT_Escape(t *testing.T) {
+	tr := &ownerTree{Kind: "App", Name: `a"b`, Status: api.Status{Graph: &api.GraphSummary{Total: 1, Nodes: []api.GraphNode{
+		{Kind: "ConfigMap", Name: `x<&#>"y`, State: api.NodeFailed, Blockers: []int32{7}}, // out of range: no edge
+	}}}}
+	checkOutput(t, "mermaid", render(t, tr, "mermaid"), `
+---
+title: "App/a\"b"
+---
+flowchart TD
+  n0["ConfigMap/x#lt;#amp;#35;#gt;#quot;y<br/>Failed"]:::Failed
+  classDef Ready fill:#b7e1b0
+  classDef Waiting fill:#b9d7f0
+  classDef Failed fill:#f4a6a6
+  classDef Blocked fill:#d9d9d9
+  classDef Canceled fill:#f6e3a1
+`)
+	checkOutput(t, "dot", render(t, tr, "dot"), `
+digraph {
+  label="App/a\"b";
+  labelloc=t;
+  node [shape=box];
+  n0 [label="ConfigMap/x<&#>\"y\nFailed", style=filled, fillcolor="#f4a6a6"];
+}
+`)
+}
+
+func TestWriteDOT_OldOperatorWithoutNodes(t *testing.T) {
+	tr := &ownerTree{Kind: "Gitea", Name: "demo", Status: api.Status{Graph: &api.GraphSummary{Total: 3, Ready: 3}}}
+	err := write(&bytes.Buffer{}, tr, "dot")
+	if err == nil || !strings.Contains(err.Error(), "does not list them") {
+		t.Errorf("err = %v, want one saying the status does not list the nodes", err)
+	}
+	checkOutput(t, "tree", render(t, tr, "tree"), `
+NAME                READY    STATE  MESSAGE
+Gitea/demo          Unknown         not reconciled yet
+└─... 3 more nodes                  not listed in the status (at most 100 are); 3 nodes: 3 ready
+`)
+}
