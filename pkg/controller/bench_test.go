@@ -1,14 +1,17 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
 // layeredRM adds n ConfigMaps "<owner>-<i>": the first 10 are roots, every later one depends on
@@ -92,4 +95,26 @@ func reportCalls(b *testing.B, f *fixture, iterations int) (writes, reads int) {
 		b.ReportMetric(float64(len(r))/float64(iterations), "uncachedReads/op")
 	}
 	return len(w), len(r)
+}
+
+// BenchmarkReconcileTracing measures the cost of tracing on a settled owner: tracing=off is the
+// default (no-op tracer), tracing=on exports every span through the SDK's batch processor to an
+// exporter that drops them, so the difference is kdag's and the SDK's span work.
+func BenchmarkReconcileTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "tracing=off"
+		if on {
+			name = "tracing=on"
+		}
+		b.Run("nodes=100/state=noop/"+name, func(b *testing.B) {
+			if on {
+				shutdown, err := tracing.Setup(context.Background(), tracing.WithExporter(tracetest.NewNoopExporter()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = shutdown(context.Background()) }()
+			}
+			benchmarkNoop(b, 100)
+		})
+	}
 }
