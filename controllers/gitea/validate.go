@@ -15,8 +15,10 @@ import (
 )
 
 // Validate implements controller.Validator for what the schema cannot see: the names the
-// components derive from the Gitea's name must be valid Service and label names (at most 63
-// characters), which a long Gitea name breaks.
+// components derive from the Gitea's name must be valid Service and label names (DNS-1035
+// labels: at most 63 characters, no dots, starting with a letter), which a long Gitea name, or
+// one with a dot or a leading digit, breaks; and the managed database's StatefulSet name must
+// leave room for its pods' revision label (postgresql.MaxNameLength).
 func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 	g := owner.(*giteav1alpha1.Gitea)
 	names := []string{
@@ -35,9 +37,14 @@ func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 			problems = append(problems, fmt.Sprintf("%q: %s", n, strings.Join(errs, ", ")))
 		}
 	}
+	if g.Spec.Database.Type != giteav1alpha1.DatabaseExternal {
+		if err := postgresql.ValidateName(postgreSQLName(g)); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if len(problems) > 0 {
-		return fmt.Errorf("the name %q is too long for the objects derived from it (%s): use a shorter name",
-			g.Name, strings.Join(problems, "; "))
+		return fmt.Errorf("the name %q gives invalid names to the objects derived from it (%s): use a shorter name "+
+			"of lowercase letters, digits and '-' that starts with a letter", g.Name, strings.Join(problems, "; "))
 	}
 	return nil
 }

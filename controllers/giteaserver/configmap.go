@@ -30,12 +30,18 @@ func configMap(s *giteav1alpha1.GiteaServer) *corev1.ConfigMap {
 	section("database", "DB_TYPE", "postgres", "SSL_MODE", "disable", "LOG_SQL", "false")
 	section("repository", "ROOT", "/var/lib/gitea/git/repositories")
 	section("security", "INSTALL_LOCK", "true")
-	section("service", "DISABLE_REGISTRATION", "true")
+	if s.Spec.Admin != nil {
+		// The administrator comes from the admin Job. Without one, the first user to register
+		// becomes the administrator (spec.admin), so registration stays open.
+		section("service", "DISABLE_REGISTRATION", "true")
+	}
 	section("log", "MODE", "console", "LEVEL", "info")
 	if c := s.Spec.Cache; c != nil {
 		section("cache", "ADAPTER", "redis", "HOST", "redis://"+c.Address+"/0")
 		section("session", "PROVIDER", "redis", "PROVIDER_CONFIG", "redis://"+c.Address+"/1")
 		section("queue", "TYPE", "redis", "CONN_STR", "redis://"+c.Address+"/2")
+		// Locks shared by the replicas (Gitea 1.23+); the default is in memory, per pod.
+		section("global_lock", "SERVICE_TYPE", "redis", "SERVICE_CONN_STR", "redis://"+c.Address+"/3")
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: configMapName(s.Name), Labels: labels(s)},

@@ -1,6 +1,8 @@
 package postgresql
 
 import (
+	"fmt"
+
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/common"
 )
@@ -23,4 +25,19 @@ const Port = giteav1alpha1.DefaultPostgreSQLPort
 
 func labels(pg *giteav1alpha1.PostgreSQL) map[string]string {
 	return common.Labels("postgresql", pg.Name, "database")
+}
+
+// MaxNameLength is the longest name a PostgreSQL can have. Its StatefulSet has its name, and the
+// StatefulSet controller labels the pods with controller-revision-hash "<name>-<hash>", up to 11
+// characters longer, which as a label value must not exceed 63: with a longer name no pod is
+// ever created.
+const MaxNameLength = 52
+
+// ValidateName returns an error naming the StatefulSet when a PostgreSQL named pgName cannot run.
+func ValidateName(pgName string) error {
+	if len(pgName) > MaxNameLength {
+		return fmt.Errorf("StatefulSet %q: must be no more than %d characters, or its pods' controller-revision-hash "+
+			"label (the name and an 11-character hash) exceeds 63", pgName, MaxNameLength)
+	}
+	return nil
 }

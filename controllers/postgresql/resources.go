@@ -4,6 +4,7 @@ package postgresql
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,15 @@ func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.PostgreS
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
+}
+
+// Validate implements controller.Validator: the name must leave room for the revision label of
+// the StatefulSet's pods (MaxNameLength).
+func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
+	if err := ValidateName(owner.GetName()); err != nil {
+		return fmt.Errorf("the name is too long: %w; use a shorter name", err)
+	}
+	return nil
 }
 
 // AddResources implements controller.ResourceManager: generated credentials, a headless

@@ -1,0 +1,335 @@
+package gitea
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
+}
+
+// defaulted returns the Gitea demo in namespace default with every field the CRD defaults, as
+// the API server stores `spec: {}`, changed by mods.
+func defaulted(mods ...func(*giteav1alpha1.Gitea)) *giteav1alpha1.Gitea {
+	requests := func(cpu, memory string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+		}}
+	}
+	g := &giteav1alpha1.Gitea{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo", UID: "00000000-0000-0000-0000-000000000001"},
+		Spec: giteav1alpha1.GiteaSpec{
+			Version:   giteav1alpha1.DefaultGiteaVersion,
+			Image:     giteav1alpha1.DefaultGiteaImage,
+			Replicas:  1,
+			Resources: requests("100m", "256Mi"),
+			Storage: giteav1alpha1.ServerStorageSpec{
+				StorageSpec: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+				AccessMode:  corev1.ReadWriteOnce,
+			},
+			Database: giteav1alpha1.DatabaseSpec{
+				Type: giteav1alpha1.DatabaseManaged,
+				Managed: &giteav1alpha1.ManagedDatabaseSpec{
+					Version:   giteav1alpha1.DefaultPostgreSQLVersion,
+					Image:     giteav1alpha1.DefaultPostgreSQLImage,
+					Storage:   giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+					Resources: requests("100m", "256Mi"),
+				},
+			},
+			Cache: giteav1alpha1.CacheSpec{
+				Enabled:   true,
+				Version:   giteav1alpha1.DefaultValkeyVersion,
+				Image:     giteav1alpha1.DefaultValkeyImage,
+				Resources: requests("50m", "64Mi"),
+			},
+		},
+	}
+	for _, mod := range mods {
+		mod(g)
+	}
+	return g
+}
+
+func external(g *giteav1alpha1.Gitea) {
+	g.Spec.Database = giteav1alpha1.DatabaseSpec{
+		Type:     giteav1alpha1.DatabaseExternal,
+		External: &giteav1alpha1.ExternalDatabaseSpec{SecretRef: giteav1alpha1.SecretReference{Name: "gitea-external-db"}},
+	}
+}
+
+func noCache(g *giteav1alpha1.Gitea) { g.Spec.Cache.Enabled = false }
+
+func plan(t *testing.T, g *giteav1alpha1.Gitea) *controller.Plan {
+	t.Helper()
+	p, err := controller.NewPlan(t.Context(), ResourceManager{}, g, scheme, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// assertGolden compares the plan's text rendering with testdata/<name>.golden; -update
+// rewrites the file.
+func assertGolden(t *testing.T, name string, p *controller.Plan) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := p.WriteText(&got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update creates it)", err, t.Name())
+	}
+	if diff := firstDifference(string(want), got.String()); diff != "" {
+		t.Errorf("plan differs from %s (check the change, then go test -run '%s' -update):\n%s", path, t.Name(), diff)
+	}
+}
+
+// firstDifference describes the first line where got differs from want, or returns "".
+func firstDifference(want, got string) string {
+	if want == got {
+		return ""
+	}
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl || i >= len(w) || i >= len(g) {
+			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, wl, gl)
+		}
+	}
+	return "same lines, different bytes"
+}
+
+func TestAddResources_Golden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gitea *giteav1alpha1.Gitea
+	}{
+		{"managed_cache", defaulted()},
+		{"external_database", defaulted(external)},
+		{"no_cache", defaulted(noCache)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assertGolden(t, tc.name, plan(t, tc.gitea)) })
+	}
+}
+
+// TestAddResources_Children checks what the golden files show: which children exist, that the
+// server waits for them, and that it is wired to their outputs.
+func TestAddResources_Children(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		gitea         *giteav1alpha1.Gitea
+		wantNodes     []string
+		wantSecret    string
+		wantCacheAddr string // "" means no cache settings
+	}{
+		{
+			name:  "managed database and cache",
+			gitea: defaulted(),
+			wantNodes: []string{
+				"PostgreSQL default/demo-postgresql",
+				"Valkey default/demo-valkey",
+				"GiteaServer default/demo  (after PostgreSQL default/demo-postgresql, Valkey default/demo-valkey)",
+			},
+			wantSecret:    "demo-postgresql-credentials",
+			wantCacheAddr: "demo-valkey.default.svc:6379",
+		},
+		{
+			name:  "external database",
+			gitea: defaulted(external),
+			wantNodes: []string{
+				"Valkey default/demo-valkey",
+				"GiteaServer default/demo  (after Valkey default/demo-valkey)",
+			},
+			wantSecret:    "gitea-external-db",
+			wantCacheAddr: "demo-valkey.default.svc:6379",
+		},
+		{
+			name:  "cache disabled",
+			gitea: defaulted(noCache),
+			wantNodes: []string{
+				"PostgreSQL default/demo-postgresql",
+				"GiteaServer default/demo  (after PostgreSQL default/demo-postgresql)",
+			},
+			wantSecret: "demo-postgresql-credentials",
+		},
+		{
+			name:  "external database, cache disabled",
+			gitea: defaulted(external, noCache),
+			wantNodes: []string{
+				"GiteaServer default/demo",
+			},
+			wantSecret: "gitea-external-db",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, tc.gitea)
+			var text bytes.Buffer
+			if err := p.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			nodes, _, _ := strings.Cut(text.String(), "---\n")
+			if got, want := nodes, strings.Join(tc.wantNodes, "\n")+"\n"; got != want {
+				t.Errorf("nodes:\n%s\nwant:\n%s", got, want)
+			}
+			server := p.Nodes[len(p.Nodes)-1].Object.(*giteav1alpha1.GiteaServer)
+			if got := server.Spec.Database.SecretRef.Name; got != tc.wantSecret {
+				t.Errorf("server database secretRef = %q, want %q", got, tc.wantSecret)
+			}
+			switch {
+			case tc.wantCacheAddr == "" && server.Spec.Cache != nil:
+				t.Errorf("server cache = %+v, want none", server.Spec.Cache)
+			case tc.wantCacheAddr != "" && (server.Spec.Cache == nil || server.Spec.Cache.Address != tc.wantCacheAddr):
+				t.Errorf("server cache = %+v, want address %s", server.Spec.Cache, tc.wantCacheAddr)
+			}
+			// The server gets the user's settings.
+			if server.Spec.Version != tc.gitea.Spec.Version || server.Spec.Image != tc.gitea.Spec.Image ||
+				server.Spec.Replicas != tc.gitea.Spec.Replicas || !server.Spec.Storage.Size.Equal(tc.gitea.Spec.Storage.Size) {
+				t.Errorf("server spec %+v does not carry the Gitea's version, image, replicas and storage", server.Spec)
+			}
+		})
+	}
+}
+
+// A Gitea written as `database: {type: managed}` has no managed block: its PostgreSQL gets the
+// same defaults the schema would have filled.
+func TestAddResources_ManagedWithoutBlockGetsDefaults(t *testing.T) {
+	render := func(g *giteav1alpha1.Gitea) string {
+		var b bytes.Buffer
+		if err := plan(t, g).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	withoutBlock := defaulted(func(g *giteav1alpha1.Gitea) {
+		g.Spec.Database.Managed = nil
+		// Without the block there are no resources either; the schema defaults them only when
+		// the block is present.
+	})
+	want := defaulted(func(g *giteav1alpha1.Gitea) { g.Spec.Database.Managed.Resources = corev1.ResourceRequirements{} })
+	if diff := firstDifference(render(want), render(withoutBlock)); diff != "" {
+		t.Errorf("managed database without a block differs from the defaults:\n%s", diff)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	name := func(n int) string { return "g" + strings.Repeat("x", n-1) }
+	for _, tc := range []struct {
+		name    string
+		gitea   *giteav1alpha1.Gitea
+		wantErr []string // substrings of the error; nil means no error
+		notIn   []string // substrings the error must not have
+	}{
+		{name: "sample name", gitea: defaulted()},
+		{
+			// 41 characters: the StatefulSet "<name>-postgresql" has 52, and its pods' label
+			// controller-revision-hash "<name>-postgresql-<hash>" 63.
+			name:  "longest name with a managed database",
+			gitea: defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(41) }),
+		},
+		{
+			name:    "one character too many for the database's StatefulSet",
+			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(42) }),
+			wantErr: []string{`StatefulSet "` + name(42) + `-postgresql"`, "controller-revision-hash", "use a shorter name"},
+			notIn:   []string{"-migrate-", "-http", "-valkey"},
+		},
+		{
+			// 48 characters: the migration Job "<name>-migrate-1-27-3" has 63.
+			name:  "longest name with an external database",
+			gitea: defaulted(external, func(g *giteav1alpha1.Gitea) { g.Name = name(48) }),
+		},
+		{
+			name:    "one character too many for the migration Job",
+			gitea:   defaulted(external, func(g *giteav1alpha1.Gitea) { g.Name = name(49) }),
+			wantErr: []string{name(49) + "-migrate-1-27-3", "use a shorter name"},
+			notIn:   []string{"-postgresql", name(49) + "-http", "-valkey"},
+		},
+		{
+			name:    "too long for the database pod as well",
+			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(51) }),
+			wantErr: []string{name(51) + "-migrate-1-27-3", name(51) + "-postgresql-0", `StatefulSet "` + name(51) + `-postgresql"`},
+		},
+		{
+			name:    "everything too long",
+			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(60) }),
+			wantErr: []string{name(60) + "-http", name(60) + "-valkey", name(60) + "-postgresql-0", name(60) + "-migrate-1-27-3"},
+		},
+		{
+			name:    "cache disabled: no Valkey Service to check",
+			gitea:   defaulted(external, noCache, func(g *giteav1alpha1.Gitea) { g.Name = name(59) }),
+			wantErr: []string{name(59) + "-http"},
+			notIn:   []string{"-valkey"},
+		},
+		{
+			// A valid object name that is not a valid Service name.
+			name:    "dot in the name",
+			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = "git.example" }),
+			wantErr: []string{`"git.example-http"`, "lowercase letters, digits and '-'"},
+		},
+		{
+			name:    "leading digit",
+			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = "1gitea" }),
+			wantErr: []string{`"1gitea-http"`, "starts with a letter"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ResourceManager{}.Validate(t.Context(), tc.gitea)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("Validate(%s) = %v, want nil", tc.gitea.Name, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate(%s) = nil, want an error naming %v", tc.gitea.Name, tc.wantErr)
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("Validate error %q does not name %q", err, s)
+				}
+			}
+			for _, s := range tc.notIn {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("Validate error %q names %q, which is valid", err, s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,245 @@
+package postgresql
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
+}
+
+// defaulted returns the PostgreSQL a Gitea demo creates, with the fields the CRD defaults
+// filled, changed by mods.
+func defaulted(mods ...func(*giteav1alpha1.PostgreSQL)) *giteav1alpha1.PostgreSQL {
+	pg := &giteav1alpha1.PostgreSQL{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-postgresql", UID: "00000000-0000-0000-0000-000000000003"},
+		Spec: giteav1alpha1.PostgreSQLSpec{
+			ManagedDatabaseSpec: giteav1alpha1.ManagedDatabaseSpec{
+				Version: giteav1alpha1.DefaultPostgreSQLVersion,
+				Image:   giteav1alpha1.DefaultPostgreSQLImage,
+				Storage: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
+				}},
+			},
+			Database: giteav1alpha1.DefaultDatabaseName,
+			User:     giteav1alpha1.DefaultDatabaseUser,
+		},
+	}
+	for _, mod := range mods {
+		mod(pg)
+	}
+	return pg
+}
+
+func tuned(pg *giteav1alpha1.PostgreSQL) {
+	pg.Spec.Version = "17.6"
+	pg.Spec.Storage = giteav1alpha1.StorageSpec{Size: resource.MustParse("20Gi"), StorageClassName: ptr.To("fast")}
+	pg.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	pg.Spec.Database, pg.Spec.User = "forge", "forge_owner"
+}
+
+func plan(t *testing.T, pg *giteav1alpha1.PostgreSQL) *controller.Plan {
+	t.Helper()
+	p, err := controller.NewPlan(t.Context(), ResourceManager{}, pg, scheme, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// assertGolden compares the plan's text rendering with testdata/<name>.golden; -update
+// rewrites the file.
+func assertGolden(t *testing.T, name string, p *controller.Plan) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := p.WriteText(&got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update creates it)", err, t.Name())
+	}
+	if diff := firstDifference(string(want), got.String()); diff != "" {
+		t.Errorf("plan differs from %s (check the change, then go test -run '%s' -update):\n%s", path, t.Name(), diff)
+	}
+}
+
+// firstDifference describes the first line where got differs from want, or returns "".
+func firstDifference(want, got string) string {
+	if want == got {
+		return ""
+	}
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl || i >= len(w) || i >= len(g) {
+			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, wl, gl)
+		}
+	}
+	return "same lines, different bytes"
+}
+
+func TestAddResources_Golden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pg   *giteav1alpha1.PostgreSQL
+	}{
+		{"defaults", defaulted()},
+		{"tuned", defaulted(tuned)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assertGolden(t, tc.name, plan(t, tc.pg)) })
+	}
+}
+
+func TestAddResources_Graph(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		pg        *giteav1alpha1.PostgreSQL
+		wantImage string
+		wantUser  string
+		wantDB    string
+		wantClass *string
+	}{
+		{"defaults", defaulted(), "docker.io/library/postgres:17", "gitea", "gitea", nil},
+		{"tuned", defaulted(tuned), "docker.io/library/postgres:17.6", "forge_owner", "forge", ptr.To("fast")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, tc.pg)
+			var ids []string
+			for _, n := range p.Nodes {
+				ids = append(ids, n.ID.String())
+			}
+			if want := []string{"Secret default/demo-postgresql-credentials", "Service default/demo-postgresql", "StatefulSet default/demo-postgresql"}; !slices.Equal(ids, want) {
+				t.Fatalf("nodes = %v, want %v", ids, want)
+			}
+			secretNode, stsNode := p.Nodes[0], p.Nodes[2]
+			if !secretNode.CreateOnly || stsNode.CreateOnly || p.Nodes[1].CreateOnly {
+				t.Error("only the credentials Secret must be create-only (its password is generated once)")
+			}
+			if got := []controller.NodeID{p.Nodes[0].ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
+				t.Errorf("StatefulSet blockers = %v, want the Secret and the Service", stsNode.Blockers)
+			}
+
+			// The Secret has the keys GiteaServer reads: the component's output.
+			secret := secretNode.Object.(*corev1.Secret)
+			want := map[string]string{
+				giteav1alpha1.DatabaseSecretHostKey:     "demo-postgresql.default.svc",
+				giteav1alpha1.DatabaseSecretPortKey:     "5432",
+				giteav1alpha1.DatabaseSecretUserKey:     tc.wantUser,
+				giteav1alpha1.DatabaseSecretDatabaseKey: tc.wantDB,
+			}
+			for k, v := range want {
+				if secret.StringData[k] != v {
+					t.Errorf("credentials %s = %q, want %q", k, secret.StringData[k], v)
+				}
+			}
+			if pw := secret.StringData[giteav1alpha1.DatabaseSecretPasswordKey]; len(pw) < 24 {
+				t.Errorf("generated password has %d characters, want at least 24", len(pw))
+			}
+			if again := plan(t, tc.pg).Nodes[0].Object.(*corev1.Secret); again.StringData["password"] == secret.StringData["password"] {
+				t.Error("two plans generated the same password: it is not random")
+			}
+
+			sts := stsNode.Object.(*appsv1.StatefulSet)
+			if sts.Spec.ServiceName != "demo-postgresql" || *sts.Spec.Replicas != 1 {
+				t.Errorf("StatefulSet serviceName %q replicas %d, want the headless Service and 1", sts.Spec.ServiceName, *sts.Spec.Replicas)
+			}
+			pod := sts.Spec.Template.Spec
+			c := pod.Containers[0]
+			if c.Image != tc.wantImage {
+				t.Errorf("image = %s, want %s", c.Image, tc.wantImage)
+			}
+			if sc := pod.SecurityContext; sc == nil || !ptr.Deref(sc.RunAsNonRoot, false) || ptr.Deref(sc.RunAsUser, 0) != 999 {
+				t.Errorf("pod security context %+v, want non-root user 999 (postgres)", sc)
+			}
+			if sc := c.SecurityContext; sc == nil || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+				t.Errorf("container security context %+v, want a read-only root filesystem", sc)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+				t.Errorf("requests %v, want CPU and memory", c.Resources.Requests)
+			}
+			for _, e := range c.Env {
+				if e.Name == "POSTGRES_PASSWORD" && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "demo-postgresql-credentials") {
+					t.Errorf("POSTGRES_PASSWORD = %+v, want it from the credentials Secret", e)
+				}
+			}
+			// Every writable path is a volume: the data claim, or an emptyDir.
+			mounts := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.MountPath] = m.Name
+			}
+			if mounts["/var/lib/postgresql/data"] != "data" || mounts["/var/run/postgresql"] == "" || mounts["/tmp"] == "" {
+				t.Errorf("mounts %v, want data, the socket directory and /tmp", mounts)
+			}
+			claim := sts.Spec.VolumeClaimTemplates[0]
+			if claim.Name != "data" || !claim.Spec.Resources.Requests.Storage().Equal(tc.pg.Spec.Storage.Size) ||
+				!equalPtr(claim.Spec.StorageClassName, tc.wantClass) {
+				t.Errorf("claim template %s %v class %v, want data %v class %v", claim.Name,
+					claim.Spec.Resources.Requests.Storage(), claim.Spec.StorageClassName, tc.pg.Spec.Storage.Size.String(), tc.wantClass)
+			}
+		})
+	}
+}
+
+func equalPtr(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		length  int
+		wantErr bool
+	}{
+		{len("demo-postgresql"), false},
+		{MaxNameLength, false},
+		{MaxNameLength + 1, true},
+	} {
+		name := "p" + strings.Repeat("x", tc.length-1)
+		err := ResourceManager{}.Validate(t.Context(), defaulted(func(pg *giteav1alpha1.PostgreSQL) { pg.Name = name }))
+		switch {
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), `StatefulSet "`+name+`"`)):
+			t.Errorf("Validate(%d characters) = %v, want an error naming the StatefulSet", tc.length, err)
+		case !tc.wantErr && err != nil:
+			t.Errorf("Validate(%d characters) = %v, want nil", tc.length, err)
+		}
+	}
+}

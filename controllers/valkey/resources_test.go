@@ -1,0 +1,191 @@
+package valkey
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
+}
+
+// defaulted returns the Valkey a Gitea demo creates, with the fields the CRD defaults filled,
+// changed by mods.
+func defaulted(mods ...func(*giteav1alpha1.Valkey)) *giteav1alpha1.Valkey {
+	v := &giteav1alpha1.Valkey{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-valkey", UID: "00000000-0000-0000-0000-000000000004"},
+		Spec: giteav1alpha1.ValkeySpec{
+			Version: giteav1alpha1.DefaultValkeyVersion,
+			Image:   giteav1alpha1.DefaultValkeyImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+			}},
+		},
+	}
+	for _, mod := range mods {
+		mod(v)
+	}
+	return v
+}
+
+func configured(v *giteav1alpha1.Valkey) {
+	v.Spec.Config = map[string]string{"maxmemory": "128mb", "maxmemory-policy": "volatile-lru"}
+}
+
+func plan(t *testing.T, v *giteav1alpha1.Valkey) *controller.Plan {
+	t.Helper()
+	p, err := controller.NewPlan(t.Context(), ResourceManager{}, v, scheme, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// assertGolden compares the plan's text rendering with testdata/<name>.golden; -update
+// rewrites the file.
+func assertGolden(t *testing.T, name string, p *controller.Plan) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := p.WriteText(&got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update creates it)", err, t.Name())
+	}
+	if diff := firstDifference(string(want), got.String()); diff != "" {
+		t.Errorf("plan differs from %s (check the change, then go test -run '%s' -update):\n%s", path, t.Name(), diff)
+	}
+}
+
+// firstDifference describes the first line where got differs from want, or returns "".
+func firstDifference(want, got string) string {
+	if want == got {
+		return ""
+	}
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl || i >= len(w) || i >= len(g) {
+			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, wl, gl)
+		}
+	}
+	return "same lines, different bytes"
+}
+
+func TestAddResources_Golden(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		valkey *giteav1alpha1.Valkey
+	}{
+		{"defaults", defaulted()},
+		{"configured", defaulted(configured)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assertGolden(t, tc.name, plan(t, tc.valkey)) })
+	}
+}
+
+func TestAddResources_Graph(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		valkey   *giteav1alpha1.Valkey
+		wantConf string
+	}{
+		{
+			name:     "defaults: a cache without persistence",
+			valkey:   defaulted(),
+			wantConf: "appendonly no\ndir /data\nmaxmemory-policy allkeys-lru\nport 6379\nsave \"\"\n",
+		},
+		{
+			name:     "spec.config added and overriding a default, sorted",
+			valkey:   defaulted(configured),
+			wantConf: "appendonly no\ndir /data\nmaxmemory 128mb\nmaxmemory-policy volatile-lru\nport 6379\nsave \"\"\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, tc.valkey)
+			var ids []string
+			for _, n := range p.Nodes {
+				ids = append(ids, n.ID.String())
+				if n.CreateOnly || n.Adopt {
+					t.Errorf("%s: create-only %v adopt %v, want neither", n.ID, n.CreateOnly, n.Adopt)
+				}
+			}
+			if want := []string{"ConfigMap default/demo-valkey-config", "Deployment default/demo-valkey", "Service default/demo-valkey"}; !slices.Equal(ids, want) {
+				t.Fatalf("nodes = %v, want %v", ids, want)
+			}
+			// The Deployment waits for its configuration (and gets its hash: a change rolls it).
+			if got := p.Nodes[1].Blockers; len(got) != 1 || got[0] != p.Nodes[0].ID {
+				t.Errorf("Deployment blockers = %v, want the ConfigMap", got)
+			}
+			if got := p.Nodes[0].Object.(*corev1.ConfigMap).Data["valkey.conf"]; got != tc.wantConf {
+				t.Errorf("valkey.conf:\n%s\nwant:\n%s", got, tc.wantConf)
+			}
+			d := p.Nodes[1].Object.(*appsv1.Deployment)
+			pod := d.Spec.Template.Spec
+			c := pod.Containers[0]
+			if c.Image != "docker.io/valkey/valkey:8.1" || !slices.Equal(c.Args, []string{"valkey-server", "/etc/valkey/valkey.conf"}) {
+				t.Errorf("container %s %v, want valkey 8.1 reading the ConfigMap's file", c.Image, c.Args)
+			}
+			if sc := pod.SecurityContext; sc == nil || !ptr.Deref(sc.RunAsNonRoot, false) || ptr.Deref(sc.RunAsUser, 0) == 0 {
+				t.Errorf("pod security context %+v, want non-root", sc)
+			}
+			if sc := c.SecurityContext; sc == nil || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+				t.Errorf("container security context %+v, want a read-only root filesystem", sc)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+				t.Errorf("requests %v, want CPU and memory", c.Resources.Requests)
+			}
+			if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+				t.Errorf("strategy %s, want Recreate", d.Spec.Strategy.Type)
+			}
+			svc := p.Nodes[2].Object.(*corev1.Service)
+			if svc.Spec.Ports[0].Port != Port || !maps.Equal(svc.Spec.Selector, d.Spec.Selector.MatchLabels) {
+				t.Errorf("Service %+v does not select the Deployment's pods on %d", svc.Spec, Port)
+			}
+			if got, want := Address("demo-valkey", "default"), "demo-valkey.default.svc:6379"; got != want {
+				t.Errorf("Address = %s, want %s", got, want)
+			}
+		})
+	}
+}
