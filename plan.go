@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/pkg/errors"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -168,11 +167,12 @@ func (p *planner) render(out io.Writer, owner client.Object, format string) ([]c
 		err = plan.WriteDOT(out)
 		fmt.Fprintln(out)
 	case "yaml":
-		err = writeYAML(out, title, plan)
+		fmt.Fprintf(out, "# %s\n", title)
+		err = plan.WriteText(out)
 	case "text":
 		fmt.Fprintln(out, title)
 		for _, n := range plan.Nodes {
-			fmt.Fprintf(out, "  %s%s\n", n.ID, describe(n))
+			fmt.Fprintf(out, "  %s\n", n)
 		}
 		fmt.Fprintln(out)
 	default:
@@ -203,67 +203,6 @@ func (p *planner) render(out io.Writer, owner client.Object, format string) ([]c
 		children = append(children, child)
 	}
 	return children, nil
-}
-
-func describe(n controller.PlannedNode) string {
-	var parts []string
-	if len(n.Blockers) > 0 {
-		names := make([]string, len(n.Blockers))
-		for i, b := range n.Blockers {
-			names[i] = b.String()
-		}
-		parts = append(parts, "after "+strings.Join(names, ", "))
-	}
-	if n.CreateOnly {
-		parts = append(parts, "create-only")
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "  (" + strings.Join(parts, "; ") + ")"
-}
-
-// writeYAML prints each node's object as it would be applied, Secret values redacted.
-func writeYAML(out io.Writer, title string, plan *controller.Plan) error {
-	fmt.Fprintf(out, "# %s\n", title)
-	for _, n := range plan.Nodes {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n.Object)
-		if err != nil {
-			return err
-		}
-		gvk, err := apiutil.GVKForObject(n.Object, scheme)
-		if err != nil {
-			return err
-		}
-		obj := &unstructured.Unstructured{Object: u}
-		obj.SetGroupVersionKind(gvk)
-		unstructured.RemoveNestedField(obj.Object, "status")
-		unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
-		redactSecret(obj)
-		raw, err := yaml.Marshal(obj.Object)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "---\n# node: %s%s\n%s", n.ID, describe(n), raw)
-	}
-	return nil
-}
-
-// redactSecret replaces every value of a Secret with a placeholder.
-func redactSecret(obj *unstructured.Unstructured) {
-	if obj.GetKind() != "Secret" || obj.GetAPIVersion() != "v1" {
-		return
-	}
-	for _, field := range []string{"data", "stringData"} {
-		m, found, _ := unstructured.NestedMap(obj.Object, field)
-		if !found {
-			continue
-		}
-		for k := range m {
-			m[k] = "<generated when created; never printed>"
-		}
-		_ = unstructured.SetNestedMap(obj.Object, m, field)
-	}
 }
 
 // applyDefaults fills x with the schema's defaults as the API server does for a structural

@@ -201,12 +201,11 @@ func TestAddResources_Children(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan(t, tc.gitea)
-			var text bytes.Buffer
-			if err := p.WriteText(&text); err != nil {
-				t.Fatal(err)
+			var lines []string
+			for _, n := range p.Nodes {
+				lines = append(lines, n.String())
 			}
-			nodes, _, _ := strings.Cut(text.String(), "---\n")
-			if got, want := nodes, strings.Join(tc.wantNodes, "\n")+"\n"; got != want {
+			if got, want := strings.Join(lines, "\n"), strings.Join(tc.wantNodes, "\n"); got != want {
 				t.Errorf("nodes:\n%s\nwant:\n%s", got, want)
 			}
 			server := p.Nodes[len(p.Nodes)-1].Object.(*giteav1alpha1.GiteaServer)

@@ -91,16 +91,16 @@ func (p *Plan) WriteDOT(w io.Writer) error {
 }
 
 // RedactedValue replaces every value of a Secret's data and stringData in WriteText.
-const RedactedValue = "<redacted>"
+const RedactedValue = "<generated when created; never printed>"
 
-// WriteText writes the plan for reading and for golden files: one line per node in order, with
-// its blockers and options, then each node's object as a YAML document (status and
+// WriteText writes the plan for reading and for golden files, as multi-document YAML: one
+// comment line per node in order, with its blockers and options, then each node's object as a YAML document (status and
 // creationTimestamp left out, every Secret value replaced by RedactedValue). The same plan
 // always gives the same bytes.
 func (p *Plan) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, n := range p.Nodes {
-		fmt.Fprintf(&b, "%s%s\n", n.ID, n.describe())
+		fmt.Fprintf(&b, "# %s%s\n", n.ID, n.describe())
 	}
 	for _, n := range p.Nodes {
 		raw, err := n.yaml()
@@ -112,6 +112,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// String returns the node's ID followed by "  (after A, B; create-only; adopt)" when it has
+// blockers or options.
+func (n PlannedNode) String() string { return n.ID.String() + n.describe() }
 
 // describe returns "  (after A, B; create-only; adopt)", or "" for a node with neither
 // blockers nor options.

@@ -57,20 +57,20 @@ func TestPlan_WriteText(t *testing.T) {
 	if err := plan.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
-	const want = `Secret demo/app-secret  (create-only)
-ConfigMap demo/app-config  (adopt)
-Deployment demo/app  (after Secret demo/app-secret, ConfigMap demo/app-config)
+	const want = `# Secret demo/app-secret  (create-only)
+# ConfigMap demo/app-config  (adopt)
+# Deployment demo/app  (after Secret demo/app-secret, ConfigMap demo/app-config)
 ---
 # Secret demo/app-secret  (create-only)
 apiVersion: v1
 data:
-  key: <redacted>
+  key: <generated when created; never printed>
 kind: Secret
 metadata:
   name: app-secret
   namespace: demo
 stringData:
-  password: <redacted>
+  password: <generated when created; never printed>
 ---
 # ConfigMap demo/app-config  (adopt)
 apiVersion: v1
