@@ -3,11 +3,10 @@ package gitea
 import (
 	"bytes"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kdag-dev/kdag/controllers/internal/plantest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -89,54 +88,6 @@ func plan(t *testing.T, g *giteav1alpha1.Gitea) *controller.Plan {
 	return p
 }
 
-// assertGolden compares the plan's text rendering with testdata/<name>.golden; -update
-// rewrites the file.
-func assertGolden(t *testing.T, name string, p *controller.Plan) {
-	t.Helper()
-	var got bytes.Buffer
-	if err := p.WriteText(&got); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update creates it)", err, t.Name())
-	}
-	if diff := firstDifference(string(want), got.String()); diff != "" {
-		t.Errorf("plan differs from %s (check the change, then go test -run '%s' -update):\n%s", path, t.Name(), diff)
-	}
-}
-
-// firstDifference describes the first line where got differs from want, or returns "".
-func firstDifference(want, got string) string {
-	if want == got {
-		return ""
-	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl || i >= len(w) || i >= len(g) {
-			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, wl, gl)
-		}
-	}
-	return "same lines, different bytes"
-}
-
 func TestAddResources_Golden(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -146,7 +97,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"external_database", defaulted(external)},
 		{"no_cache", defaulted(noCache)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { assertGolden(t, tc.name, plan(t, tc.gitea)) })
+		t.Run(tc.name, func(t *testing.T) { plantest.AssertGolden(t, tc.name, plan(t, tc.gitea), *update) })
 	}
 }
 
@@ -243,7 +194,7 @@ func TestAddResources_ManagedWithoutBlockGetsDefaults(t *testing.T) {
 		// the block is present.
 	})
 	want := defaulted(func(g *giteav1alpha1.Gitea) { g.Spec.Database.Managed.Resources = corev1.ResourceRequirements{} })
-	if diff := firstDifference(render(want), render(withoutBlock)); diff != "" {
+	if diff := plantest.FirstDifference(render(want), render(withoutBlock)); diff != "" {
 		t.Errorf("managed database without a block differs from the defaults:\n%s", diff)
 	}
 }

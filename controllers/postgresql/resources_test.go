@@ -1,14 +1,12 @@
 package postgresql
 
 import (
-	"bytes"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kdag-dev/kdag/controllers/internal/plantest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,54 +70,6 @@ func plan(t *testing.T, pg *giteav1alpha1.PostgreSQL) *controller.Plan {
 	return p
 }
 
-// assertGolden compares the plan's text rendering with testdata/<name>.golden; -update
-// rewrites the file.
-func assertGolden(t *testing.T, name string, p *controller.Plan) {
-	t.Helper()
-	var got bytes.Buffer
-	if err := p.WriteText(&got); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update creates it)", err, t.Name())
-	}
-	if diff := firstDifference(string(want), got.String()); diff != "" {
-		t.Errorf("plan differs from %s (check the change, then go test -run '%s' -update):\n%s", path, t.Name(), diff)
-	}
-}
-
-// firstDifference describes the first line where got differs from want, or returns "".
-func firstDifference(want, got string) string {
-	if want == got {
-		return ""
-	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl || i >= len(w) || i >= len(g) {
-			return fmt.Sprintf("line %d:\n  want: %q\n  got:  %q", i+1, wl, gl)
-		}
-	}
-	return "same lines, different bytes"
-}
-
 func TestAddResources_Golden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -128,7 +78,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"defaults", defaulted()},
 		{"tuned", defaulted(tuned)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { assertGolden(t, tc.name, plan(t, tc.pg)) })
+		t.Run(tc.name, func(t *testing.T) { plantest.AssertGolden(t, tc.name, plan(t, tc.pg), *update) })
 	}
 }
 
