@@ -42,19 +42,10 @@ func TestMain(m *testing.M) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	ctx := context.Background()
-	var err error
-	local, err = cluster.Start(ctx, cluster.Options{Name: "kdag-e2e", Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := run(m)
-	if err := local.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(cluster.Main(cluster.Options{Name: "kdag-e2e", Log: os.Stderr}, func(c *cluster.Cluster) int {
+		local = c
+		return run(m)
+	}))
 }
 
 func run(m *testing.M) int {

@@ -376,3 +376,21 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// Main is the TestMain of an e2e package: it starts (or reuses) the cluster of opts, calls run
+// with it (run calls m.Run and returns its code), stops the cluster if Main created it, and
+// returns the exit code for os.Exit. A failure to start or stop is printed and returns 1.
+func Main(opts Options, run func(c *Cluster) int) int {
+	ctx := context.Background()
+	c, err := Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := run(c)
+	if err := c.Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
+}

@@ -57,19 +57,10 @@ func TestMain(m *testing.M) {
 	// The managers log to a file per test (see startManager); controller-runtime's global
 	// logger, for what runs outside a manager, is silenced.
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	ctx := context.Background()
-	var err error
-	local, err = cluster.Start(ctx, cluster.Options{Name: "kdag-e2e-gitea", Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := run(m)
-	if err := local.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(cluster.Main(cluster.Options{Name: "kdag-e2e-gitea", Log: os.Stderr}, func(c *cluster.Cluster) int {
+		local = c
+		return run(m)
+	}))
 }
 
 func run(m *testing.M) int {

@@ -65,12 +65,8 @@ func mainCode(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	local, err = cluster.Start(ctx, cluster.Options{Name: clusterName, Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := func() int {
+	return cluster.Main(cluster.Options{Name: clusterName, Log: os.Stderr}, func(c *cluster.Cluster) int {
+		local = c
 		if err := installCRDs(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -84,12 +80,7 @@ func mainCode(m *testing.M) int {
 			}()
 		}
 		return m.Run()
-	}()
-	if err := local.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	return code
+	})
 }
 
 // findRepoRoot returns the directory holding kdag's go.mod, walking up from the package directory.
