@@ -109,13 +109,22 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	defer cancel()
 
 	c := &Cluster{Name: opts.Name, opts: opts}
-	unlock, err := c.lock()
+	unlock, err := lockFile("kdag-cluster-" + c.Name + ".lock")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 
-	if err := c.ensureRunning(ctx); err != nil {
+	// kwokctl picks a free port for each component when it creates a cluster and binds it only
+	// when the component starts: two clusters created at once can pick the same port. Creating
+	// and starting clusters one at a time, machine-wide, keeps their ports apart.
+	unlockPorts, err := lockFile("kdag-cluster-ports.lock")
+	if err != nil {
+		return nil, err
+	}
+	err = c.ensureRunning(ctx)
+	unlockPorts()
+	if err != nil {
 		return nil, err
 	}
 	if err := c.loadKubeconfig(ctx); err != nil {
@@ -347,10 +356,11 @@ func kubeVersion(apiserver string) string {
 	return fields[len(fields)-1]
 }
 
-// lock takes an exclusive file lock per cluster name, so that parallel test binaries do not create
-// the same cluster twice.
-func (c *Cluster) lock() (func(), error) {
-	path := filepath.Join(os.TempDir(), "kdag-cluster-"+c.Name+".lock")
+// lockFile takes an exclusive lock on the file name in the temporary directory, shared by every
+// process on the machine (parallel test binaries), and returns its release. It blocks until the
+// lock is free.
+func lockFile(name string) (func(), error) {
+	path := filepath.Join(os.TempDir(), name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, errors.Wrapf(err, "open lock file %s", path)
