@@ -242,6 +242,13 @@ func TestValidate(t *testing.T) {
 			wantErr: []string{name(60) + "-http", name(60) + "-valkey", name(60) + "-postgresql-0", name(60) + "-migrate-1-27-3"},
 		},
 		{
+			// The longest name the API server accepts: the advice must survive the 1024-character
+			// cap of condition messages, so it comes first.
+			name:    "253 characters",
+			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(253) }),
+			wantErr: []string{"use a shorter name"},
+		},
+		{
 			name:    "cache disabled: no Valkey Service to check",
 			gitea:   defaulted(external, noCache, func(g *giteav1alpha1.Gitea) { g.Name = name(59) }),
 			wantErr: []string{name(59) + "-http"},
@@ -274,6 +281,9 @@ func TestValidate(t *testing.T) {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("Validate error %q does not name %q", err, s)
 				}
+			}
+			if i := strings.Index(err.Error(), "use a shorter name"); i < 0 || i > 200 {
+				t.Errorf("Validate error %q: the advice is not at its start", err)
 			}
 			for _, s := range tc.notIn {
 				if strings.Contains(err.Error(), s) {

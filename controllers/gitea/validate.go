@@ -43,8 +43,10 @@ func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("the name %q gives invalid names to the objects derived from it (%s): use a shorter name "+
-			"of lowercase letters, digits and '-' that starts with a letter", g.Name, strings.Join(problems, "; "))
+		// The advice comes first: the condition message is capped, and a long name repeated in
+		// every problem would push it out.
+		return fmt.Errorf("use a shorter name of lowercase letters, digits and '-' that starts with a letter: "+
+			"the name %q gives invalid names to the objects derived from it (%s)", g.Name, strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -40,21 +40,25 @@ func (ResourceManager) OwnedTypes() []client.Object {
 
 // AddResources implements controller.ResourceManager. The migration Job of the version must
 // complete before the server Deployment is applied or rolled: a new version first migrates the
-// database while the previous version keeps serving.
+// database while the previous version keeps serving. The Secrets the server reads but does not
+// own (the database's, the administrator's) are references: until they exist the pods that
+// need them wait, and the status says which Secret to create.
 func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
 	s := owner.(*giteav1alpha1.GiteaServer)
 
+	database := b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name))
 	secrets := b.Add(generatedSecret(s), controller.CreateOnly())
 	config := b.Add(configMap(s))
 	data := b.Add(dataClaim(s))
-	migration := b.Add(migrationJob(s), controller.CreateOnly(), controller.DependsOn(secrets, config))
-	server := b.Add(deployment(s), controller.DependsOn(migration, secrets, config, data))
+	migration := b.Add(migrationJob(s), controller.CreateOnly(), controller.DependsOn(database, secrets, config))
+	server := b.Add(deployment(s), controller.DependsOn(migration, database, secrets, config, data))
 	service := b.Add(service(s))
 	if s.Spec.Ingress != nil {
 		b.Add(ingress(s), controller.DependsOn(service))
 	}
 	if s.Spec.Admin != nil {
-		b.Add(adminJob(s), controller.CreateOnly(), controller.DependsOn(server))
+		admin := b.Reference(referencedSecret(s.Spec.Admin.SecretRef.Name))
+		b.Add(adminJob(s), controller.CreateOnly(), controller.DependsOn(server, admin))
 	}
 	return nil
 }

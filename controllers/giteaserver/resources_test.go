@@ -161,10 +161,14 @@ func TestAddResources_Graph(t *testing.T) {
 			if index(p, "Job", "demo-migrate-1-27-3") > index(p, "Deployment", "demo") {
 				t.Error("the migration Job is added after the Deployment")
 			}
-			if got, want := blockers(deploy), []string{"Job demo-migrate-1-27-3", "Secret demo-secrets", "ConfigMap demo-config", "PersistentVolumeClaim demo-data"}; !slices.Equal(got, want) {
+			// The database Secret is the database component's (or the user's): a reference.
+			if db := node(p, "Secret", "demo-postgresql-credentials"); db == nil || !db.Reference {
+				t.Errorf("database Secret node %v, want a reference", db)
+			}
+			if got, want := blockers(deploy), []string{"Job demo-migrate-1-27-3", "Secret demo-postgresql-credentials", "Secret demo-secrets", "ConfigMap demo-config", "PersistentVolumeClaim demo-data"}; !slices.Equal(got, want) {
 				t.Errorf("Deployment blockers = %v, want %v", got, want)
 			}
-			if got, want := blockers(job), []string{"Secret demo-secrets", "ConfigMap demo-config"}; !slices.Equal(got, want) {
+			if got, want := blockers(job), []string{"Secret demo-postgresql-credentials", "Secret demo-secrets", "ConfigMap demo-config"}; !slices.Equal(got, want) {
 				t.Errorf("migration Job blockers = %v, want %v", got, want)
 			}
 			if !job.CreateOnly || !secret.CreateOnly || deploy.CreateOnly {
@@ -191,8 +195,11 @@ func TestAddResources_Graph(t *testing.T) {
 			if (admin != nil) != tc.wantAdmin {
 				t.Errorf("admin Job in plan: %v, want %v", admin != nil, tc.wantAdmin)
 			}
-			if admin != nil && (!admin.CreateOnly || !slices.Equal(blockers(admin), []string{"Deployment demo"})) {
-				t.Errorf("admin Job: create-only %v, blockers %v; want create-only after the Deployment", admin.CreateOnly, blockers(admin))
+			if admin != nil && (!admin.CreateOnly || !slices.Equal(blockers(admin), []string{"Deployment demo", "Secret gitea-admin"})) {
+				t.Errorf("admin Job: create-only %v, blockers %v; want create-only after the Deployment and the admin Secret", admin.CreateOnly, blockers(admin))
+			}
+			if secret := node(p, "Secret", "gitea-admin"); (secret != nil) != tc.wantAdmin || secret != nil && !secret.Reference {
+				t.Errorf("admin Secret node %v, want a reference with the admin Job", secret)
 			}
 
 			ini := node(p, "ConfigMap", "demo-config").Object.(*corev1.ConfigMap).Data["app.ini"]

@@ -14,6 +14,12 @@ const (
 	internalTokenKey = "internal-token"
 )
 
+// referencedSecret is a Secret the server reads but the user (or another component) manages,
+// for a controller.Builder.Reference node: only its name counts.
+func referencedSecret(name string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
 // generatedSecret holds Gitea's secret key and internal token, generated once (create-only):
 // changing them would invalidate every session and stored secret.
 func generatedSecret(s *giteav1alpha1.GiteaServer) *corev1.Secret {

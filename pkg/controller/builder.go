@@ -84,6 +84,7 @@ type nodeSpec struct {
 	blockers   []Node
 	createOnly bool
 	adopt      bool
+	reference  bool // Builder.Reference: never written, ready once it exists
 	readyWhen  ReadyFunc
 	mutations  []Mutation
 }
@@ -110,17 +111,34 @@ func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMap
 // Add adds obj as a node. obj is the desired state; the Builder keeps it and the Controller
 // applies a mutated copy. An empty namespace of a namespaced object becomes the owner's.
 func (b *Builder) Add(obj client.Object, opts ...NodeOption) Node {
+	return b.add("Add", obj, false, opts)
+}
+
+// Reference adds a node for an object the owner needs but kdag does not manage, such as a
+// Secret that the user creates and the owner's spec names. Only obj's type, namespace and name
+// count. kdag never writes, adopts, prunes or deletes it, and its type need not be an owned type
+// (the manager needs RBAC get on it). The node is ready once the object exists. Until then it
+// waits: its dependents do not run, the owner is Reconciling with "waiting for Secret ns/db
+// (it does not exist yet: create it)", and since no watch covers objects kdag does not own, the
+// owner is reconciled again after Options.ReferenceRecheck. The check is one uncached metadata
+// read (never the object's content), done until the object has been seen once by this process.
+// The object's content does not enter its dependents' dependencies hash.
+func (b *Builder) Reference(obj client.Object) Node {
+	return b.add("Reference", obj, true, nil)
+}
+
+func (b *Builder) add(verb string, obj client.Object, reference bool, opts []NodeOption) Node {
 	if obj == nil || isNilPointer(obj) {
-		return b.fail(errors.New("Add: nil object"))
+		return b.fail(errors.Errorf("%s: nil object", verb))
 	}
 	gvk, err := apiutil.GVKForObject(obj, b.scheme)
 	if err != nil {
-		return b.fail(errors.Wrapf(err, "Add %T %s: type not in the scheme", obj, obj.GetName()))
+		return b.fail(errors.Wrapf(err, "%s %T %s: type not in the scheme", verb, obj, obj.GetName()))
 	}
 	if obj.GetName() == "" {
-		return b.fail(errors.Errorf("Add %s: object has no name", gvk.Kind))
+		return b.fail(errors.Errorf("%s %s: object has no name", verb, gvk.Kind))
 	}
-	if b.owned != nil && !b.owned[gvk.GroupKind()] {
+	if !reference && b.owned != nil && !b.owned[gvk.GroupKind()] {
 		return b.fail(errors.Errorf("Add %s %s: %s is not an owned type of this controller; declare it in OwnedTypes or WithOwnedTypes",
 			gvk.Kind, obj.GetName(), gvk.GroupKind()))
 	}
@@ -128,19 +146,20 @@ func (b *Builder) Add(obj client.Object, opts ...NodeOption) Node {
 		return b.fail(err)
 	}
 	s := &nodeSpec{
-		id:  NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
-		gvk: gvk,
-		obj: obj,
+		id:        NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		gvk:       gvk,
+		obj:       obj,
+		reference: reference,
 	}
 	for _, opt := range opts {
 		opt(s)
 	}
 	if _, dup := b.index[s.id]; dup {
-		return b.fail(errors.Errorf("Add %s: added twice", s.id))
+		return b.fail(errors.Errorf("%s %s: added twice", verb, s.id))
 	}
 	for _, blocker := range s.blockers {
 		if blocker.index < 0 || blocker.index >= len(b.nodes) || b.nodes[blocker.index].id != blocker.id {
-			return b.fail(errors.Errorf("Add %s: blocker %q is unknown (its Add failed, or it comes from another Builder)", s.id, blocker.id))
+			return b.fail(errors.Errorf("%s %s: blocker %q is unknown (its Add failed, or it comes from another Builder)", verb, s.id, blocker.id))
 		}
 	}
 	b.index[s.id] = len(b.nodes)

@@ -56,12 +56,20 @@ type Controller struct {
 	// after kdag's last apply. A changed fingerprint means another writer took or removed a field
 	// kdag owns, which the foreign-entry check alone cannot see (a removal leaves no entry).
 	fingerprints sync.Map // types.UID -> string
+
+	// drift limits how often another writer's changes to one object are reverted.
+	drift *driftBudget
+	// referenced remembers the Builder.Reference objects seen to exist (NodeID -> types.UID), so
+	// that each is read once per process.
+	referenced sync.Map
 }
 
 type ownedType struct {
 	obj  client.Object
 	gvk  schema.GroupVersionKind
 	list schema.GroupVersionKind
+	// indexed: the cache indexes the type by ownerIndex, so prune's list is a lookup.
+	indexed bool
 }
 
 // New creates the Controller named name for rm and registers it with mgr: it watches the owner
@@ -110,6 +118,7 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 		recorder:  mgr.GetEventRecorder(name),
 		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
+		drift:     newDriftBudget(&o),
 	}
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)
@@ -144,9 +153,28 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 			return nil, errors.Errorf("controller %s: owned type %s has no list type %s in the scheme", name, gvk.Kind, list.Kind)
 		}
 		c.ownedKind[gvk.GroupKind()] = true
-		c.owned = append(c.owned, ownedType{obj: obj, gvk: gvk, list: list})
+		c.owned = append(c.owned, ownedType{obj: obj, gvk: gvk, list: list, indexed: c.indexOwned(mgr, obj)})
 	}
 	return c, nil
+}
+
+// ownerIndex names the cache index of the objects of one controller by owner UID.
+func (c *Controller) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
+
+// indexOwned indexes the cached objects of obj's type that this controller applied by their
+// owner UID label, so that prune finds an owner's objects without scanning every cached object
+// of the type (a scan that grows with owners × objects). It reports false when the cache cannot
+// add the index (it has started already); prune then filters by label instead.
+func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
+	name := c.name
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, c.ownerIndex(), func(o client.Object) []string {
+		l := o.GetLabels()
+		if uid := l[LabelOwnerUID]; uid != "" && l[LabelController] == name {
+			return []string{uid}
+		}
+		return nil
+	})
+	return err == nil
 }
 
 // Reconcile brings one owner to its desired state. It implements reconcile.Reconciler.
@@ -154,7 +182,9 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 // It returns nil when every node is ready or waits for readiness (the watch on the node's
 // object resumes the owner), a reconcile.TerminalError when only a change of the owner can help
 // (the owner is Stalled), and any other error for transient failures, which controller-runtime
-// retries with rate-limited exponential backoff.
+// retries with rate-limited exponential backoff. When kdag paused repairing an object that
+// another writer keeps changing (Options.DriftRepairLimit), it returns nil with RequeueAfter set
+// to the end of the pause.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner := c.rm.NewEmpty()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
@@ -167,35 +197,40 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
 	defer func() { endSpan(span, err) }()
-	logger := log.FromContext(ctx).WithValues("controller", c.name, "owner", req.String())
+	logger := capVerbosity(log.FromContext(ctx)).WithValues("controller", c.name, "owner", req.String())
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
-	err = c.reconcile(ctx, owner)
+	var res reconcile.Result
+	res, err = c.reconcile(ctx, owner)
 	if err != nil {
 		// controller-runtime logs the error too, but without the trace: this line links them.
 		logger.Info("reconcile failed", "error", err.Error())
 	} else {
-		logger.V(1).Info("reconciled")
+		logger.V(1).Info("reconciled", "requeueAfter", res.RequeueAfter.String())
 	}
-	return reconcile.Result{}, err
+	return res, err
 }
 
 // reconcile is Reconcile once the owner is read and the span started.
-func (c *Controller) reconcile(ctx context.Context, owner client.Object) error {
+func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !owner.GetDeletionTimestamp().IsZero() {
-		return c.finalize(ctx, owner)
+		return reconcile.Result{}, c.finalize(ctx, owner)
 	}
 	if c.teardown && !controllerutil.ContainsFinalizer(owner, Finalizer) {
 		if err := c.addFinalizer(ctx, owner); err != nil {
-			return err
+			return reconcile.Result{}, err
 		}
 	}
 
 	r := c.reconcileGraph(ctx, owner)
 	if err := c.writeStatus(ctx, owner, r); err != nil {
-		return err
+		c.statusWriteFailed(ctx, owner, err)
+		return reconcile.Result{}, err
 	}
-	return r.returnErr()
+	if err := r.returnErr(); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: r.requeueAfter}, nil
 }
 
 // reconcileGraph validates the owner, builds and runs its graph, and prunes.
@@ -266,6 +301,7 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 	results := make([]nodeResult, len(specs))
 	g := graph.New[NodeID](graph.Options{SizeHint: len(specs)})
 	for i, s := range specs {
+		results[i].spec = s // before the run: dependents read their blockers' specs
 		blockers := make([]NodeID, len(s.blockers))
 		for j, bl := range s.blockers {
 			blockers[j] = bl.id
@@ -308,7 +344,7 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 		case graph.Failed:
 			var w *waitingError
 			if errors.As(nr.Err, &w) {
-				res.state, res.message = stateWaiting, w.Error()
+				res.state, res.message, res.detail = stateWaiting, w.Error(), w.detail
 			} else {
 				res.state, res.err = stateFailed, nr.Err
 			}
@@ -330,7 +366,10 @@ func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) erro
 }
 
 // forget drops what the Controller remembers about an object.
-func (c *Controller) forget(uid types.UID) { c.fingerprints.Delete(uid) }
+func (c *Controller) forget(uid types.UID) {
+	c.fingerprints.Delete(uid)
+	c.drift.forget(uid)
+}
 
 func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
 

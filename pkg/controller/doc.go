@@ -5,11 +5,13 @@
 //
 //  1. Get the owner from the cache; if it is being deleted, tear down (finalizer, reverse order).
 //  2. Validate it (optional Validator); a failure is terminal: Stalled, no retry until it changes.
-//  3. AddResources fills a Builder: typed objects, each with DependsOn blockers and options.
+//  3. AddResources fills a Builder: typed objects, each with DependsOn blockers and options, and
+//     References to objects the owner needs but kdag never writes (a user's Secret).
 //  4. The graph runs (pkg/graph): a node starts once its blockers are applied and ready.
 //  5. A node gets kdag's labels, an owner reference, its blockers' content hash and its own hash.
 //  6. The live object comes from the cache: same hash and no foreign write on kdag's fields: skip.
-//  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted.
+//  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted, at most
+//     Options.DriftRepairLimit times per DriftRepairWindow and object, then with backoff.
 //  8. Readiness is kstatus (or ReadyWhen); a node not ready holds its dependents, not an error.
 //  9. With no failed node, objects with the owner's UID label that left the graph are pruned.
 //  10. The status (Ready, Reconciling, Stalled, observedGeneration, graph summary) is applied

@@ -109,6 +109,9 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 			if !strings.Contains(stalled.Message, f.ns+"/"+tt.failed) {
 				t.Errorf("Stalled message %q does not name the rejected object", stalled.Message)
 			}
+			if !strings.Contains(stalled.Message, "change the owner's spec") {
+				t.Errorf("Stalled message %q does not say what to do", stalled.Message)
+			}
 			if isTrue(st, api.ConditionReady) {
 				t.Errorf("Ready=True with a rejected node")
 			}

@@ -224,13 +224,15 @@ func (f *fixture) restart() {
 	f.c = c
 }
 
-// widget creates a Widget in the fixture's namespace.
+// widget creates a Widget in the fixture's namespace and waits until the manager's cache holds
+// it, as the watch event that triggers a real reconcile would.
 func (f *fixture) widget(name string, spec testapi.WidgetSpec) *testapi.Widget {
 	f.t.Helper()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}, Spec: spec}
 	if err := f.cl.Create(context.Background(), w); err != nil {
 		f.t.Fatalf("create widget: %v", err)
 	}
+	f.waitCachedVersion(&testapi.Widget{}, name, w.ResourceVersion)
 	return w
 }
 

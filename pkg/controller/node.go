@@ -23,6 +23,9 @@ import (
 // an error naming the object otherwise.
 func (c *Controller) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
 	res := &results[i]
+	if s.reference {
+		return c.checkReference(ctx, s, res)
+	}
 	desired, err := c.desired(ctx, owner, s, results)
 	if err != nil {
 		return err
@@ -123,15 +126,40 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 }
 
 // dependenciesHash combines the content hashes of the node's blockers, "" without blockers.
+// References (Builder.Reference) are left out: kdag never reads their content.
 func dependenciesHash(s *nodeSpec, results []nodeResult) string {
-	if len(s.blockers) == 0 {
-		return ""
-	}
 	hashes := make(map[string]string, len(s.blockers))
 	for _, b := range s.blockers {
-		hashes[b.id.String()] = results[b.index].contentHash
+		if !results[b.index].spec.reference {
+			hashes[b.id.String()] = results[b.index].contentHash
+		}
+	}
+	if len(hashes) == 0 {
+		return ""
 	}
 	return resources.CombineHashes(hashes)
+}
+
+// checkReference returns nil when the object of a Builder.Reference node exists, and a
+// *waitingError asking the owner to be reconciled again after Options.ReferenceRecheck when it
+// does not. It reads the object's metadata only (never a Secret's data), once: the object is
+// not in the cache, which holds what kdag applied.
+func (c *Controller) checkReference(ctx context.Context, s *nodeSpec, res *nodeResult) error {
+	if _, seen := c.referenced.Load(s.id); seen {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(s.gvk)
+	err := c.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		res.requeueAfter = c.opts.ReferenceRecheck
+		return &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
+	case err != nil:
+		return errors.Wrapf(err, "%s: read", s.id)
+	}
+	c.referenced.Store(s.id, obj.GetUID())
+	return nil
 }
 
 // create writes a node's object that the cache does not hold. The cache only holds objects
@@ -153,12 +181,23 @@ func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpe
 		}
 		return desired, ActionAdopted, c.apply(ctx, s, desired)
 	}
-	// Ours, but not in the cache yet: apply as usual.
+	// Ours, but not in the cache yet (the watch is behind, or the response to our write was
+	// lost). A create-only object is never written again: read it whole, so that its content
+	// (a generated password) feeds the dependents unchanged. Others are applied as usual.
+	if s.createOnly {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(s.gvk)
+		if err := c.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+			return nil, "", errors.Wrapf(err, "%s: read", s.id)
+		}
+		return live, ActionSkipped, nil
+	}
 	return desired, ActionApplied, c.apply(ctx, s, desired)
 }
 
 // update decides whether a cached object needs a write and applies it if so. It returns a nil
-// object when it skipped the write.
+// object when it skipped the write. A repair of another writer's changes is subject to the drift
+// budget: once spent, update writes nothing and returns a *DriftConflictError.
 func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured, live client.Object) (*unstructured.Unstructured, Action, []string, error) {
 	if live.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) && !s.adopt {
 		return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID]}
@@ -170,17 +209,36 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 	if err != nil {
 		return nil, "", nil, errors.Wrapf(err, "%s: convert live object", s.id)
 	}
-	drifted, err := resources.Drift(liveU, desired, c.opts.FieldManager)
+	fields, err := resources.DriftFields(liveU, desired, c.opts.FieldManager)
 	if err != nil {
 		return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
 	}
+	drifted := driftPaths(fields)
 	if len(drifted) == 0 && c.fingerprintChanged(liveU) {
 		drifted = []string{"(fields owned by " + c.opts.FieldManager + " were changed or removed)"}
 	}
 	if len(drifted) == 0 && liveU.GetAnnotations()[AnnotationDesiredHash] == desired.GetAnnotations()[AnnotationDesiredHash] {
 		return nil, ActionSkipped, nil, nil
 	}
+	if len(drifted) > 0 {
+		if d := c.drift.decide(live.GetUID()); !d.repair {
+			conflict := newDriftConflict(s.id, c.opts.FieldManager, fields, drifted)
+			conflict.retryAfter, conflict.started = d.hold, d.started
+			return nil, ActionHeld, nil, conflict
+		}
+	}
 	return desired, ActionApplied, drifted, c.apply(ctx, s, desired)
+}
+
+// driftPaths returns the distinct paths of fields, sorted.
+func driftPaths(fields []resources.FieldDrift) []string {
+	var paths []string
+	for _, f := range fields {
+		if len(paths) == 0 || paths[len(paths)-1] != f.Path {
+			paths = append(paths, f.Path)
+		}
+	}
+	return paths
 }
 
 // apply server-side applies desired with kdag's field manager, forcing ownership (kdag only
@@ -199,6 +257,10 @@ func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructur
 	}
 	err = c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 		client.FieldOwner(c.opts.FieldManager), client.ForceOwnership)
+	if isTerminal(err) {
+		// Retrying cannot help: say what can.
+		return errors.Wrapf(err, "%s: apply refused, change the owner's spec that produces it", s.id)
+	}
 	if err != nil {
 		return errors.Wrapf(err, "%s: apply", s.id)
 	}
@@ -225,7 +287,10 @@ func (c *Controller) checkReady(s *nodeSpec, current *unstructured.Unstructured)
 			return errors.Wrapf(err, "%s: convert for readiness", s.id)
 		}
 		ok, err := s.readyWhen(typed)
+		var notReady *NotReadyError
 		switch {
+		case errors.As(err, &notReady):
+			return &waitingError{msg: s.id.String() + " is not ready: " + notReady.Reason, detail: notReady.Reason}
 		case err != nil:
 			return errors.Wrapf(err, "%s: readiness", s.id)
 		case !ok:

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/metrics"
@@ -27,6 +29,29 @@ type Options struct {
 	// Metrics records the kdag_ series. Default: registered once on controller-runtime's
 	// registry, which the manager's metrics endpoint serves.
 	Metrics *metrics.Metrics
+
+	// DriftRepairLimit is how many times kdag reverts other writers' changes to one object within
+	// DriftRepairWindow. The next change starts a pause: kdag leaves the object as the other
+	// writer set it, the node fails with a *DriftConflictError (the owner is Ready=False and
+	// Reconciling=True with reason DriftConflict, dependents wait), a Warning event DriftConflict
+	// names the other field managers and the fields, and the owner is requeued for when the pause
+	// ends. Then kdag repairs once more; another change within DriftRepairWindow starts the next
+	// pause, twice as long. An object that stays as kdag left it for DriftRepairWindow starts over.
+	// Default: 5. Negative: no limit, every change is reverted at once (two writers that disagree
+	// then write the object in turn, as fast as the API server allows).
+	DriftRepairLimit int
+	// DriftRepairWindow is the time DriftRepairLimit counts repairs in, and how long an object
+	// must stay unchanged after kdag's last repair to start over. Default: 1 minute.
+	DriftRepairWindow time.Duration
+	// DriftBackoff is the length of the first pause. Default: 30 seconds.
+	DriftBackoff time.Duration
+	// DriftBackoffMax caps the pauses, which double while the conflict goes on. Default: 10
+	// minutes.
+	DriftBackoffMax time.Duration
+
+	// ReferenceRecheck is how long after a reconcile that found a Builder.Reference object
+	// missing the owner is reconciled again to look for it. Default: 30 seconds.
+	ReferenceRecheck time.Duration
 }
 
 // Option sets a field of Options.
@@ -52,6 +77,20 @@ func WithOperatorVersion(v string) Option { return func(o *Options) { o.Operator
 // WithMetrics sets Options.Metrics.
 func WithMetrics(m *metrics.Metrics) Option { return func(o *Options) { o.Metrics = m } }
 
+// WithDriftRepairLimit sets Options.DriftRepairLimit and Options.DriftRepairWindow: at most n
+// repairs of one object within window (0: the default window).
+func WithDriftRepairLimit(n int, window time.Duration) Option {
+	return func(o *Options) { o.DriftRepairLimit, o.DriftRepairWindow = n, window }
+}
+
+// WithDriftBackoff sets Options.DriftBackoff and Options.DriftBackoffMax (0: the default).
+func WithDriftBackoff(initial, maxBackoff time.Duration) Option {
+	return func(o *Options) { o.DriftBackoff, o.DriftBackoffMax = initial, maxBackoff }
+}
+
+// WithReferenceRecheck sets Options.ReferenceRecheck.
+func WithReferenceRecheck(d time.Duration) Option { return func(o *Options) { o.ReferenceRecheck = d } }
+
 // WithOwnedTypes adds to Options.OwnedTypes.
 func WithOwnedTypes(objs ...client.Object) Option {
 	return func(o *Options) { o.OwnedTypes = append(o.OwnedTypes, objs...) }
@@ -69,5 +108,21 @@ func (o *Options) defaults(name string) {
 	}
 	if o.OperatorVersion == "" {
 		o.OperatorVersion = "dev"
+	}
+	if o.DriftRepairLimit == 0 {
+		o.DriftRepairLimit = 5
+	}
+	if o.DriftRepairWindow <= 0 {
+		o.DriftRepairWindow = time.Minute
+	}
+	if o.DriftBackoff <= 0 {
+		o.DriftBackoff = 30 * time.Second
+	}
+	if o.DriftBackoffMax <= 0 {
+		o.DriftBackoffMax = 10 * time.Minute
+	}
+	o.DriftBackoffMax = max(o.DriftBackoffMax, o.DriftBackoff)
+	if o.ReferenceRecheck <= 0 {
+		o.ReferenceRecheck = 30 * time.Second
 	}
 }

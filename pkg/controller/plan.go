@@ -32,6 +32,8 @@ type PlannedNode struct {
 	Blockers   []NodeID
 	CreateOnly bool
 	Adopt      bool
+	// Reference is a Builder.Reference node: an object kdag needs but never writes.
+	Reference bool
 	// Object is the object as AddResources added it, before mutations. Secrets carry their
 	// generated values: never print them (see Plan's users for redaction).
 	Object client.Object
@@ -50,7 +52,7 @@ func NewPlan(ctx context.Context, rm ResourceManager, owner client.Object, schem
 	}
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
 	for i, s := range b.nodes {
-		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Object: s.obj}
+		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Reference: s.reference, Object: s.obj}
 		for _, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
 		}
@@ -114,7 +116,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // String returns the node's ID followed by "  (after A, B; create-only; adopt)" when it has
-// blockers or options.
+// blockers or options ("reference: must exist, never written" for a Builder.Reference node).
 func (n PlannedNode) String() string { return n.ID.String() + n.describe() }
 
 // describe returns "  (after A, B; create-only; adopt)", or "" for a node with neither
@@ -133,6 +135,9 @@ func (n PlannedNode) describe() string {
 	}
 	if n.Adopt {
 		parts = append(parts, "adopt")
+	}
+	if n.Reference {
+		parts = append(parts, "reference: must exist, never written")
 	}
 	if len(parts) == 0 {
 		return ""

@@ -57,7 +57,11 @@ func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp
 		if !ok {
 			continue
 		}
-		if err := c.client.List(ctx, list, client.MatchingLabels{LabelOwnerUID: string(owner.GetUID())}); err != nil {
+		var match client.ListOption = client.MatchingLabels{LabelOwnerUID: string(owner.GetUID())}
+		if t.indexed {
+			match = client.MatchingFields{c.ownerIndex(): string(owner.GetUID())}
+		}
+		if err := c.client.List(ctx, list, match); err != nil {
 			*errp = errors.Wrapf(err, "list %s", t.list.Kind)
 			continue
 		}

@@ -1,9 +1,14 @@
 package controller
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/api"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -12,26 +17,118 @@ import (
 func TestConditionReady(t *testing.T) {
 	ready := metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionTrue}
 	notReady := metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse}
+	waiting := metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse, Message: "waiting for Secret ns/db"}
+	stalled := metav1.Condition{Type: api.ConditionStalled, Status: metav1.ConditionTrue, Reason: "Invalid", Message: "use a shorter name"}
 	tests := []struct {
 		name       string
 		generation int64
 		status     api.Status
 		want       bool
+		// wantWaiting is the NotReadyError reason; wantTerminal says the error is terminal.
+		wantWaiting  string
+		wantTerminal string
 	}{
 		{name: "no status yet", generation: 1, want: false},
 		{name: "ready and current", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: true},
 		{name: "ready but stale", generation: 3, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: false},
 		{name: "not ready", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady}}, want: false},
 		{name: "no Ready condition", generation: 2, status: api.Status{ObservedGeneration: 2}, want: false},
+		{name: "not ready says why", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{waiting}},
+			wantWaiting: "waiting for Secret ns/db"},
+		{name: "stalled", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}},
+			wantTerminal: "stalled (Invalid): use a shorter name"},
+		{name: "stalled but stale", generation: 3, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: tt.generation}}
 			w.Status.Status = tt.status
 			got, err := ConditionReady(w)
-			if err != nil || got != tt.want {
+			var nr *NotReadyError
+			switch {
+			case tt.wantWaiting != "":
+				if got || !errors.As(err, &nr) || nr.Reason != tt.wantWaiting {
+					t.Fatalf("ConditionReady() = %v, %v; want false, NotReadyError %q", got, err, tt.wantWaiting)
+				}
+			case tt.wantTerminal != "":
+				if got || err == nil || !isTerminalErr(err) || err.Error() != tt.wantTerminal {
+					t.Fatalf("ConditionReady() = %v, %v; want false and a terminal error %q", got, err, tt.wantTerminal)
+				}
+			case err != nil || got != tt.want:
 				t.Fatalf("ConditionReady() = %v, %v; want %v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// childRM makes each Widget the owner of one child Widget "<name>-child", gated on ConditionReady,
+// and of a ConfigMap that waits for the child.
+type childRM struct{}
+
+func (childRM) NewEmpty() client.Object { return &testapi.Widget{} }
+
+func (childRM) OwnedTypes() []client.Object {
+	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
+}
+
+func (childRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
+	w := owner.(*testapi.Widget)
+	if strings.HasSuffix(w.Name, "-child") {
+		return nil
+	}
+	child := b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}},
+		ReadyWhen(ConditionReady))
+	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-child"}}, DependsOn(child))
+	return nil
+}
+
+// TestConditionReady_ParentExplainsChild: the owner of a child custom resource says why the child
+// is not ready (its Ready message) while it waits, and is Stalled with the child's message when
+// the child is Stalled.
+func TestConditionReady_ParentExplainsChild(t *testing.T) {
+	f := newFixture(t, childRM{})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("first reconcile: %v", err)
+	}
+	childID := "Widget " + f.ns + "/app-child"
+	setChild := func(conds ...metav1.Condition) {
+		t.Helper()
+		child := f.get(&testapi.Widget{}, "app-child").(*testapi.Widget)
+		child.Status.Status = api.Status{ObservedGeneration: child.Generation, Conditions: conds}
+		for i := range child.Status.Conditions {
+			child.Status.Conditions[i].LastTransitionTime = metav1.Now()
+			child.Status.Conditions[i].ObservedGeneration = child.Generation
+		}
+		if err := f.cl.Status().Update(context.Background(), child); err != nil {
+			t.Fatal(err)
+		}
+		f.waitCachedVersion(&testapi.Widget{}, "app-child", child.ResourceVersion)
+	}
+
+	setChild(metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonWaiting, Message: "waiting for Secret ns/db"})
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("reconcile with the child waiting: %v", err)
+	}
+	want := "waiting for " + childID + " (waiting for Secret ns/db)"
+	if c := condition(f.status("app"), api.ConditionReconciling); c == nil || c.Message != want {
+		t.Errorf("Reconciling condition %+v, want message %q", c, want)
+	}
+
+	setChild(
+		metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalid, Message: "use a shorter name"},
+		metav1.Condition{Type: api.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalid, Message: "use a shorter name"},
+	)
+	if err := f.reconcile("app"); err == nil || !isTerminalErr(err) {
+		t.Fatalf("reconcile with the child stalled: %v, want a terminal error", err)
+	}
+	st := f.status("app")
+	stalled := condition(st, api.ConditionStalled)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, childID) ||
+		!strings.Contains(stalled.Message, "stalled (Invalid): use a shorter name") {
+		t.Errorf("Stalled condition %+v, want True naming %s and the child's reason and message", stalled, childID)
+	}
+	if !f.notFound(&corev1.ConfigMap{}, "app-after-child") {
+		t.Error("the ConfigMap that depends on the stalled child was created")
 	}
 }

@@ -26,6 +26,9 @@ const (
 	ActionAdopted Action = "adopted"
 	// ActionRefused: an existing object kdag did not create was left alone.
 	ActionRefused Action = "refused"
+	// ActionHeld: another writer keeps changing fields kdag owns and kdag paused reverting them
+	// (Options.DriftRepairLimit); the object was left as it is.
+	ActionHeld Action = "held"
 	// ActionPruned: the object was deleted because the graph no longer holds it.
 	ActionPruned Action = "pruned"
 	// ActionDeleted: the object was deleted during the owner's teardown.
@@ -43,6 +46,12 @@ const (
 	ReasonObjectInvalid = "ObjectInvalid"
 	ReasonTearingDown   = "TearingDown"
 	ReasonCleanupFailed = "CleanupFailed"
+	// ReasonStatusWriteFailed: writing the owner's status failed, so the status cannot say so;
+	// the reason of the Warning event that does.
+	ReasonStatusWriteFailed = "StatusWriteFailed"
+	// ReasonDriftConflict: another field manager keeps changing fields kdag owns; kdag paused
+	// reverting them (Options.DriftRepairLimit). Also the reason of the Warning event.
+	ReasonDriftConflict = "DriftConflict"
 )
 
 type nodeState int
@@ -68,11 +77,16 @@ type nodeResult struct {
 	spanContext trace.SpanContext          // the node's span, linked from its dependents' spans
 	wait        time.Duration
 	duration    time.Duration
+	detail      string // what a waiting node waits for, when known (waitingError.detail)
+	// requeueAfter asks for another reconcile that long after this one, for a node no watch
+	// wakes up (a missing Builder.Reference object); 0 for none.
+	requeueAfter time.Duration
 }
 
 // waitingError is returned by a node whose object is applied but not ready: its dependents do
-// not run, and the reconcile ends without error (the object's watch resumes it).
-type waitingError struct{ msg string }
+// not run, and the reconcile ends without error (the object's watch resumes it). detail, when
+// set, says what the object waits for, for the owner's conditions.
+type waitingError struct{ msg, detail string }
 
 func (e *waitingError) Error() string { return e.msg }
 
@@ -84,6 +98,10 @@ type outcome struct {
 	terminal  error  // Stalled: only a change of the owner helps
 	transient error  // retried with backoff
 	reason    string // reason of the terminal or transient error
+	// conflict is the first node held by the drift budget; the owner is requeued after
+	// requeueAfter, the earliest end of a pause.
+	conflict     *DriftConflictError
+	requeueAfter time.Duration
 
 	ready, waiting, failed, blocked, canceled int
 }
@@ -96,8 +114,17 @@ func (r *outcome) summarize() {
 			r.ready++
 		case stateWaiting:
 			r.waiting++
+			r.requeueAt(n.requeueAfter)
 		case stateFailed:
 			r.failed++
+			var conflict *DriftConflictError
+			if errors.As(n.err, &conflict) {
+				if r.conflict == nil {
+					r.conflict = conflict
+				}
+				r.requeueAt(conflict.retryAfter)
+				continue
+			}
 			if isTerminal(n.err) {
 				if r.terminal == nil {
 					r.terminal, r.reason = n.err, ReasonObjectInvalid
@@ -113,6 +140,13 @@ func (r *outcome) summarize() {
 	}
 	if r.prune.err != nil && r.transient == nil {
 		r.transient, r.reason = r.prune.err, ReasonNodeFailed
+	}
+}
+
+// requeueAt lowers r.requeueAfter to d when d is set and sooner.
+func (r *outcome) requeueAt(d time.Duration) {
+	if d > 0 && (r.requeueAfter == 0 || d < r.requeueAfter) {
+		r.requeueAfter = d
 	}
 }
 

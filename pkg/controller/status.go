@@ -144,6 +144,11 @@ func setConditions(st *api.Status, generation int64, r *outcome) {
 		set(api.ConditionReady, metav1.ConditionFalse, r.reason, msg)
 		set(api.ConditionReconciling, metav1.ConditionTrue, r.reason, "retrying: "+msg)
 		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+	case r.conflict != nil:
+		msg := r.conflict.Error()
+		set(api.ConditionReady, metav1.ConditionFalse, ReasonDriftConflict, msg)
+		set(api.ConditionReconciling, metav1.ConditionTrue, ReasonDriftConflict, msg)
+		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
 	case r.ready < len(r.nodes):
 		msg := r.waitingMessage()
 		set(api.ConditionReady, metav1.ConditionFalse, ReasonWaiting, msg)
@@ -156,12 +161,17 @@ func setConditions(st *api.Status, generation int64, r *outcome) {
 	}
 }
 
-// waitingMessage names the nodes that wait for readiness (not the blocked ones behind them).
+// waitingMessage names the nodes that wait for readiness (not the blocked ones behind them), each
+// with what it waits for when its readiness check said so.
 func (r *outcome) waitingMessage() string {
 	var names []string
 	for i := range r.nodes {
-		if r.nodes[i].state == stateWaiting {
-			names = append(names, r.nodes[i].spec.id.String())
+		if n := &r.nodes[i]; n.state == stateWaiting {
+			name := n.spec.id.String()
+			if n.detail != "" {
+				name += " (" + truncate(n.detail, 256) + ")"
+			}
+			names = append(names, name)
 		}
 	}
 	if len(names) == 0 {
@@ -245,6 +255,12 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 			}
 		case ActionAdopted:
 			c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
+		case ActionHeld:
+			var conflict *DriftConflictError
+			if errors.As(n.err, &conflict) && conflict.started {
+				c.event(owner, corev1.EventTypeWarning, ReasonDriftConflict, "%s (next repair attempt in %s)",
+					conflict.Error(), conflict.retryAfter)
+			}
 		}
 	}
 	for _, id := range r.prune.pruned {
@@ -272,6 +288,16 @@ func (c *Controller) emitConditionEvents(owner client.Object, old, next *api.Sta
 	if newFailing != nil && newFailing.Reason == ReasonNodeFailed && (oldFailing == nil || oldFailing.Message != newFailing.Message) {
 		c.event(owner, corev1.EventTypeWarning, ReasonNodeFailed, "%s", newFailing.Message)
 	}
+}
+
+// statusWriteFailed reports a failed status write in a Warning event: the status cannot carry
+// its own failure, and without the event a retried write is visible in logs only. A write cut
+// short because the process is stopping is not reported: the next process writes the status.
+func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.event(owner, corev1.EventTypeWarning, ReasonStatusWriteFailed, "%s", truncate(err.Error(), 1024))
 }
 
 func (c *Controller) event(owner client.Object, typ, reason, format string, args ...any) {

@@ -21,7 +21,7 @@ const (
 )
 
 // The action and outcome label values are the Controller's own names: its Action values
-// (created, applied, skipped, adopted, refused) and node states (Ready, Waiting, Failed, Blocked,
+// (created, applied, skipped, adopted, refused, held) and node states (Ready, Waiting, Failed, Blocked,
 // Canceled); this package takes them as strings so that it does not depend on the Controller.
 
 var (
@@ -76,7 +76,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		nodes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,
 			Name:      "nodes_total",
-			Help:      "Graph nodes processed, by action (created, applied, skipped, adopted, refused) and outcome (Ready, Waiting, Failed).",
+			Help:      "Graph nodes processed, by action (created, applied, skipped, adopted, refused, held) and outcome (Ready, Waiting, Failed).",
 		}, []string{LabelController, LabelAction, LabelOutcome}),
 		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,

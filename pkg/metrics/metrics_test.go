@@ -36,7 +36,7 @@ kdag_drift_repairs_total{controller="gitea",kind="Deployment"} 2
 # HELP kdag_node_panics_total Panics recovered while processing a graph node.
 # TYPE kdag_node_panics_total counter
 kdag_node_panics_total{controller="gitea"} 1
-# HELP kdag_nodes_total Graph nodes processed, by action (created, applied, skipped, adopted, refused) and outcome (Ready, Waiting, Failed).
+# HELP kdag_nodes_total Graph nodes processed, by action (created, applied, skipped, adopted, refused, held) and outcome (Ready, Waiting, Failed).
 # TYPE kdag_nodes_total counter
 kdag_nodes_total{action="applied",controller="gitea",outcome="Failed"} 1
 kdag_nodes_total{action="applied",controller="gitea",outcome="Ready"} 2

@@ -45,10 +45,33 @@ import (
 //
 // It returns an error when live or desired is nil or a foreign entry's field set does not parse.
 func Drift(live, desired *unstructured.Unstructured, fieldManager string) ([]string, error) {
+	fields, err := DriftFields(live, desired, fieldManager)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(fields))
+	for i, f := range fields {
+		paths[i] = f.Path
+	}
+	return slices.Compact(paths), nil
+}
+
+// FieldDrift is one field of the desired object that another field manager changed.
+type FieldDrift struct {
+	// Path is the field, as Drift renders it (".spec.replicas").
+	Path string
+	// Manager is the field manager of live whose managed fields hold the changed value.
+	Manager string
+}
+
+// DriftFields is Drift with the field manager behind each drifted field, sorted by path then
+// manager. A field two foreign managers hold is listed once per manager. Operators use the
+// managers to say who is fighting over a field, for example in an event.
+func DriftFields(live, desired *unstructured.Unstructured, fieldManager string) ([]FieldDrift, error) {
 	if live == nil || desired == nil {
 		return nil, errors.Errorf("detect drift of %s against %s: nil object", describeU(live), describeU(desired))
 	}
-	var drifted []string
+	var drifted []FieldDrift
 	for _, mf := range live.GetManagedFields() {
 		if mf.Manager == fieldManager || mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
@@ -68,10 +91,15 @@ func Drift(live, desired *unstructured.Unstructured, fieldManager string) ([]str
 			if got, ok := resolve(live.Object, p); ok && equalSemantic(want, got) {
 				return
 			}
-			drifted = append(drifted, pathString(p))
+			drifted = append(drifted, FieldDrift{Path: pathString(p), Manager: mf.Manager})
 		})
 	}
-	slices.Sort(drifted)
+	slices.SortFunc(drifted, func(a, b FieldDrift) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Manager, b.Manager)
+	})
 	return slices.Compact(drifted), nil
 }
 

@@ -113,6 +113,34 @@ spec:
 	}
 }
 
+// TestDriftFields_NamesTheManagers: each drifted field comes with the foreign field manager that
+// holds it; fields two managers hold are listed once per manager, sorted by path then manager.
+func TestDriftFields_NamesTheManagers(t *testing.T) {
+	const upd, apply = metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
+	desired := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {namespace: ns, name: cfg}, data: {a: "1", b: "2", c: "3"}}`)
+	live := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {namespace: ns, name: cfg}, data: {a: "x", b: "y", c: "3"}}`)
+	live = withManagedFields(t, live,
+		entry("kdag", apply, "", `{"f:data":{"f:a":{},"f:b":{},"f:c":{}}}`),
+		entry("rogue", apply, "", `{"f:data":{"f:b":{},"f:a":{}}}`),
+		entry("kubectl-edit", upd, "", `{"f:data":{"f:b":{},"f:c":{}}}`),
+	)
+	got, err := DriftFields(live, desired, "kdag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FieldDrift{{".data.a", "rogue"}, {".data.b", "kubectl-edit"}, {".data.b", "rogue"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("DriftFields = %+v, want %+v", got, want)
+	}
+	paths, err := Drift(live, desired, "kdag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{".data.a", ".data.b"}; !slices.Equal(paths, want) {
+		t.Errorf("Drift = %q, want %q", paths, want)
+	}
+}
+
 func withLabel(u *unstructured.Unstructured, k, v string) *unstructured.Unstructured {
 	out := u.DeepCopy()
 	labels := out.GetLabels()

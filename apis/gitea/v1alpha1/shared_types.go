@@ -128,21 +128,28 @@ type PodOverrides struct {
 	// ExtraEnv is appended to the server container's environment, after the operator's own
 	// variables, so it can override them. Gitea reads any app.ini setting from variables named
 	// GITEA__<section>__<KEY>, e.g. GITEA__service__DISABLE_REGISTRATION=true.
+	// Each value is at most 32768 characters: mount larger settings from a ConfigMap or Secret.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.value) || size(e.value) <= 32768)",message="extraEnv values must be at most 32768 characters: mount larger settings from a ConfigMap or Secret (valueFrom)"
 	ExtraEnv []corev1.EnvVar `json:"extraEnv,omitempty"`
 	// NodeSelector constrains the server pods to nodes with these labels.
 	// +optional
 	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="nodeSelector values are node label values: at most 63 characters"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Tolerations let the server pods schedule onto nodes with matching taints.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// PodAnnotations are added to the server pods' annotations (not to the workload's).
+	// PodAnnotations are added to the server pods' annotations (not to the workload's). All of a
+	// pod's annotations together must stay under 256 KiB, which the pod's workload enforces.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 262144)",message="podAnnotations values must be at most 262144 characters: a pod's annotations together cannot exceed 256 KiB"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 }
