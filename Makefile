@@ -49,9 +49,15 @@ CLUSTER_NAME ?= kdag
 KUBECONFIG_DEV := $(BIN)/kubeconfig-$(CLUSTER_NAME)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
-BENCH ?= .
-BENCH_COUNT ?= 5
 PKGS ?= ./...
+# Benchmarks: BENCH selects them, BENCH_COUNT repeats each; they run one package at a time (-p 1)
+# in the packages that have any (not the e2e ones, whose TestMain starts a cluster). The long
+# SCALE_BENCH runs apart, once per SCALE_COUNT (`make bench SCALE_BENCH=` leaves it out).
+BENCH ?= .
+BENCH_COUNT ?= 6
+BENCH_PKGS ?= $(sort $(patsubst %/,./%/,$(dir $(shell grep -rl --include='*_test.go' '^func Benchmark' apis cmd controllers pkg))))
+SCALE_BENCH ?= BenchmarkScale
+SCALE_COUNT ?= 1
 
 kube_semver := $(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))
 kube_ldflags = -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
@@ -107,9 +113,15 @@ test: tools-cluster $(JAEGER) ## Run unit, envtest and e2e tests with -race (bui
 	@$(call say,go test $(GO_TEST_FLAGS) $(PKGS))
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
+.PHONY: test-reliability
+test-reliability: tools-cluster ## Run the reliability suite (API faults, restart, leader election, bad input, conflicts, secret leaks) with -race.
+	@$(call say,go test $(GO_TEST_FLAGS) ./test/reliability/...)
+	go test $(GO_TEST_FLAGS) ./test/reliability/...
+
 .PHONY: bench
-bench: tools-cluster $(BENCHSTAT) ## Run the benchmarks (BENCH=regexp, BENCH_COUNT=n) into bin/bench.txt and summarise with benchstat.
-	go test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) $(PKGS) | tee $(BIN)/bench.txt
+bench: tools-cluster $(BENCHSTAT) ## Run the benchmarks (BENCH=regexp, BENCH_COUNT=n, SCALE_BENCH=, SCALE_COUNT=n) into bin/bench.txt and summarise with benchstat (see docs/benchmarks.md).
+	go test -p 1 -run '^$$' -bench '$(BENCH)' -skip '$(SCALE_BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee $(BIN)/bench.txt
+	$(if $(SCALE_BENCH),go test -run '^$$' -bench '$(SCALE_BENCH)' -benchtime 1x -count $(SCALE_COUNT) -timeout 60m ./pkg/controller/ | tee -a $(BIN)/bench.txt)
 	$(BENCHSTAT) $(BIN)/bench.txt
 
 ##@ Local cluster

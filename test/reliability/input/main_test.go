@@ -1,0 +1,330 @@
+// Package input checks what the reference operator does with input it cannot trust, on the local
+// kwok cluster (pkg/testing/cluster) with the operator in-process (controllers.Setup):
+//
+//   - a corpus of invalid and hostile owners, each refused with a clear message (at admission, or
+//     Stalled/Reconciling with the reason) while a valid Gitea reconciled at the same time becomes
+//     Ready (corpus_test.go);
+//   - conflicts: an object kdag did not create is never overwritten, and another field manager
+//     fighting over a field kdag owns gets a bounded number of repairs and a DriftConflict event
+//     (conflict_test.go);
+//   - secrets: known secret values appear in no log line, event, span, status or `plan` output
+//     (secrets_test.go).
+package input
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/controllers"
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/tracing"
+)
+
+// clusterName is this package's local cluster, apart from the other test packages' so that they
+// can run in parallel.
+const clusterName = "kdag-rel-input"
+
+// repoRoot is the repository, relative to this package.
+const repoRoot = "../../.."
+
+var (
+	local  *cluster.Cluster
+	scheme = runtime.NewScheme()
+	// cl is an uncounted, uncached client for the tests' own reads and writes.
+	cl client.Client
+	// logs receives every log line of the process (controller-runtime's global logger and every
+	// manager's), JSON at the most verbose level: the secrets test searches all of it.
+	logs = &logBuffer{}
+)
+
+func TestMain(m *testing.M) {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	logger, err := newLogger(logs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(logger)
+	before := goleak.IgnoreCurrent()
+	code := cluster.Main(cluster.Options{Name: clusterName, Log: os.Stderr}, func(c *cluster.Cluster) int {
+		local = c
+		cfg := rest.CopyConfig(local.Config)
+		cfg.QPS, cfg.Burst = 100, 200 // the tests poll many owners at once
+		if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := installCRDs(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "install CRDs:", err)
+			return 1
+		}
+		return m.Run()
+	})
+	if code == 0 {
+		// The HTTP/2 connections of the clients of the cluster stay idle until their timeout.
+		if err := goleak.Find(before, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// newLogger returns the zap logger main.go builds from its flags, set to JSON at the most verbose
+// level (--zap-log-level=10, so V(10) and below), writing to w.
+func newLogger(w io.Writer) (logr.Logger, error) {
+	opts := zap.Options{}
+	fs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	opts.BindFlags(fs)
+	if err := fs.Parse([]string{"--zap-log-level=10", "--zap-encoder=json", "--zap-stacktrace-level=panic"}); err != nil {
+		return logr.Logger{}, err
+	}
+	return zap.New(zap.UseFlagOptions(&opts), zap.WriteTo(w)), nil
+}
+
+// logBuffer is a goroutine-safe log sink.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// installCRDs creates (or updates, on a reused cluster) the CRDs of config/crd/bases and waits
+// until every kind is served.
+func installCRDs(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) != 4 {
+		return fmt.Errorf("found %d CRD files in config/crd/bases, want 4", len(files))
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
+			return fmt.Errorf("parse %s: %w", f, err)
+		}
+		err = cl.Create(ctx, crd)
+		if apierrors.IsAlreadyExists(err) {
+			live := &apiextensionsv1.CustomResourceDefinition{}
+			if err = cl.Get(ctx, client.ObjectKeyFromObject(crd), live); err == nil {
+				live.Spec = crd.Spec
+				err = cl.Update(ctx, live)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("install %s: %w", f, err)
+		}
+	}
+	lists := []client.ObjectList{
+		&giteav1alpha1.GiteaList{}, &giteav1alpha1.GiteaServerList{}, &giteav1alpha1.PostgreSQLList{}, &giteav1alpha1.ValkeyList{},
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, l := range lists {
+			if cl.List(ctx, l) != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// operator is the reference operator running in the test process.
+type operator struct {
+	writes *writeCounter
+	stop   func()
+}
+
+// startOperator runs the reference operator as main.go does (controllers.Setup, CacheOptions,
+// the API client instrumented for tracing), limited to the namespaces ns, with opts for every
+// controller. Every write it makes to the API server is counted. The test's cleanup stops it.
+func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operator {
+	t.Helper()
+	op := &operator{writes: &writeCounter{}}
+	cfg := rest.CopyConfig(local.Config)
+	cfg.Wrap(tracing.WrapTransport)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counter: op.writes} })
+	cacheOpts := controllers.CacheOptions()
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+	for _, n := range ns {
+		cacheOpts.DefaultNamespaces[n] = cache.Config{}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      cacheOpts,
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.Setup(mgr, nil, append([]controller.Option{controller.WithOperatorVersion("reliability")}, opts...)...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	var once sync.Once
+	op.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(op.stop)
+	return op
+}
+
+// writeCounter counts the operator's writes (every request but GET, LIST and WATCH), by path.
+type writeCounter struct {
+	mu     sync.Mutex
+	byPath map[string]int
+}
+
+func (c *writeCounter) record(req *http.Request) {
+	if req.Method == http.MethodGet {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byPath == nil {
+		c.byPath = map[string]int{}
+	}
+	c.byPath[req.Method+" "+req.URL.Path]++
+}
+
+// count returns how many writes with method went to path so far.
+func (c *writeCounter) count(method, path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byPath[method+" "+path]
+}
+
+type countingTransport struct {
+	next    http.RoundTripper
+	counter *writeCounter
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.counter.record(req)
+	return t.next.RoundTrip(req)
+}
+
+// namespace creates a namespace for the test and deletes it when the test ends.
+func namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := cl.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logWarnings(t, ns.Name)
+		}
+		_ = cl.Delete(context.Background(), ns)
+	})
+	return ns.Name
+}
+
+// events returns every Event (events.k8s.io/v1) in ns.
+func events(ctx context.Context, ns string) ([]eventsv1.Event, error) {
+	list := &eventsv1.EventList{}
+	if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// logWarnings logs the Warning events of namespace ns, to explain a failed test.
+func logWarnings(t *testing.T, ns string) {
+	list, err := events(context.Background(), ns)
+	if err != nil {
+		t.Logf("list events: %v", err)
+		return
+	}
+	for _, e := range list {
+		if e.Type == corev1.EventTypeWarning {
+			t.Logf("event: %s %s: %s: %s", e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
+		}
+	}
+}
+
+// eventually polls cond until it returns "" (done) or timeout passes; then it fails the test
+// with what and cond's last answer.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		answer := cond(ctx)
+		if ctx.Err() == nil {
+			last = answer
+		}
+		return answer == "", nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %s", what, timeout, last)
+	}
+}
+
+// oneLine shortens s to one line of at most 300 characters, for failure messages.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		return s[:297] + "..."
+	}
+	return s
+}
