@@ -1,0 +1,697 @@
+package controller
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kdag-dev/kdag/pkg/api"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// BenchmarkScale runs in two processes: this one (the API server's client that creates the
+// owners and watches them become Ready) and a child, the same test binary started again with
+// scaleHelperEnv set, which TestMain hands to runScaleHelper instead of running tests. The child
+// is either a kdag manager or the raw writer; running it alone in its process makes its peak RSS
+// (VmHWM) and CPU time its own.
+const (
+	scaleHelperEnv = "KDAG_BENCH_SCALE_HELPER" // path of the child's scaleHelperConfig (JSON)
+	// scaleProfileEnv, when set in the benchmark's environment, makes each child write a CPU
+	// profile of itself to "<value>.<engine>" (go tool pprof <test binary> <file>).
+	scaleProfileEnv   = "KDAG_BENCH_SCALE_CPUPROFILE"
+	scaleOwners       = 1000
+	scaleChildren     = 10
+	scaleCreators     = 16 // goroutines that create the owners
+	scaleReadyTimeout = 15 * time.Minute
+)
+
+// scaleRawWorkers is how many owners the raw writer writes at once. With kdag's defaults a
+// manager has at most MaxConcurrentReconciles (1) × min(MaxParallelNodes (32), children (10))
+// = 10 requests in flight; the raw writer gets the same 10, one request at a time per worker.
+const scaleRawWorkers = 10
+
+// scaleHelperConfig tells the child what to run and how to reach the API server.
+type scaleHelperConfig struct {
+	Engine    string // "kdag" or "rawssa"
+	Host      string
+	CAData    []byte
+	CertData  []byte
+	KeyData   []byte
+	Namespace string
+	Children  int
+}
+
+// scaleCounts are the child's API requests, counted like fixture.calls (watches excluded) from
+// the start of the measurement.
+type scaleCounts struct {
+	Reads, Writes, Events int64
+}
+
+// scaleRawTimes are the raw writer's times to Ready in this process, per shape ("owners=…/
+// children=…"), for kdag's x-rawssa.
+var (
+	scaleRawMu    sync.Mutex
+	scaleRawTimes = map[string][]time.Duration{}
+)
+
+// BenchmarkScale measures one manager with default settings against many owners: 1000 owners
+// with 10 ConfigMaps each are created at once (16 concurrent creates) in a new namespace, and the
+// clock runs from the first create until every owner's status says Ready for its generation, as
+// seen by an informer in this process.
+//
+// engine=kdag is a kdag manager as a reference operator would run it: controller.New with no
+// option (one owner at a time, up to 32 nodes in parallel), the client config of ctrl.GetConfig
+// (QPS -1: no client-side rate limit, the API server's priority and fairness decides), and a
+// cache of the namespace with CacheByObject for the children. engine=rawssa is the floor: a
+// process that learns of owners from an informer and, with scaleRawWorkers workers, server-side
+// applies the same 10 ConfigMaps (labels and owner reference included) and a Ready status per
+// owner, with no read, no hash, no event, at the same client QPS setting and in-flight limit.
+//
+// Each reports, as the mean of its runs (one per iteration, so -benchtime 1x runs it once):
+// seconds-to-ready, peak-RSS-MiB (VmHWM of the child; the maximum), cpu-s (the child's CPU
+// time), server-cpu-s (envtest's kube-apiserver and etcd over the measured time) and
+// requests/owner (the child's API requests per owner, watches excluded; writes/owner,
+// reads/owner and events/owner break it down). engine=kdag also reports x-rawssa, its time
+// over the raw writer's mean time in the same process (with -count n, the n raw runs come
+// first). Targets: x-rawssa ≤ 1.5 and peak-RSS-MiB ≤ 150. It takes minutes, needs /proc, and
+// is skipped with -short.
+func BenchmarkScale(b *testing.B) {
+	quietLogs()
+	if testing.Short() {
+		b.Skip("skipped with -short: it takes minutes")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc to read the manager's peak RSS")
+	}
+	shape := fmt.Sprintf("owners=%d/children=%d", scaleOwners, scaleChildren)
+	for _, engine := range []string{"rawssa", "kdag"} {
+		b.Run(shape+"/engine="+engine, func(b *testing.B) {
+			var runs []scaleRun
+			for b.Loop() {
+				runs = append(runs, runScale(b, engine, scaleOwners, scaleChildren))
+			}
+			reportScale(b, runs, scaleOwners)
+			scaleRawMu.Lock()
+			defer scaleRawMu.Unlock()
+			times := make([]time.Duration, len(runs))
+			for i, r := range runs {
+				times[i] = r.elapsed
+			}
+			if engine == "rawssa" {
+				scaleRawTimes[shape] = append(scaleRawTimes[shape], times...)
+			} else if raw := scaleRawTimes[shape]; len(raw) > 0 {
+				b.ReportMetric(float64(meanDuration(times))/float64(meanDuration(raw)), "x-rawssa")
+			}
+		})
+	}
+}
+
+// scaleRun is what one run of BenchmarkScale measured.
+type scaleRun struct {
+	elapsed, cpu, serverCPU time.Duration
+	rss                     int64 // bytes
+	counts                  scaleCounts
+}
+
+// reportScale reports the mean of runs (the peak RSS: their maximum).
+func reportScale(b *testing.B, runs []scaleRun, owners int) {
+	var elapsed, cpu, serverCPU []time.Duration
+	var rss int64
+	var counts scaleCounts
+	for _, r := range runs {
+		elapsed, cpu, serverCPU = append(elapsed, r.elapsed), append(cpu, r.cpu), append(serverCPU, r.serverCPU)
+		rss = max(rss, r.rss)
+		counts.Reads += r.counts.Reads
+		counts.Writes += r.counts.Writes
+		counts.Events += r.counts.Events
+	}
+	b.ReportMetric(meanDuration(elapsed).Seconds(), "seconds-to-ready")
+	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(meanDuration(cpu).Seconds(), "cpu-s")
+	b.ReportMetric(meanDuration(serverCPU).Seconds(), "server-cpu-s")
+	per := func(n int64) float64 { return float64(n) / float64(owners*len(runs)) }
+	b.ReportMetric(per(counts.Reads+counts.Writes+counts.Events), "requests/owner")
+	b.ReportMetric(per(counts.Writes), "writes/owner")
+	b.ReportMetric(per(counts.Reads), "reads/owner")
+	b.ReportMetric(per(counts.Events), "events/owner")
+}
+
+func meanDuration(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+// runScale runs one measurement with a new child process and namespace; the benchmark's timer
+// runs from the first create until every owner is Ready.
+func runScale(b *testing.B, engine string, owners, children int) scaleRun {
+	b.StopTimer()
+	ns := env.Namespace(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	child := startScaleHelper(b, scaleHelperConfig{
+		Engine: engine, Host: env.Config.Host, CAData: env.Config.CAData, CertData: env.Config.CertData,
+		KeyData: env.Config.KeyData, Namespace: ns, Children: children,
+	})
+	ready := newReadyCounter(ctx, b, ns)
+
+	child.send("start")
+	serverCPU := controlPlaneCPUTime(b)
+	b.StartTimer()
+	start := time.Now()
+	createOwners(b, ns, owners)
+	ready.wait(b, owners, scaleReadyTimeout)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	serverCPU = controlPlaneCPUTime(b) - serverCPU
+
+	run := scaleRun{elapsed: elapsed, serverCPU: serverCPU, rss: child.peakRSS(b), cpu: child.cpuTime(b)}
+	run.counts = child.stop(b)
+	// Leave the API server as this run found it, so that later runs (the other engine's among
+	// them) do not pay for this one's objects: envtest has no namespace controller to do it.
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}, &eventsv1.Event{}} {
+		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+			b.Fatalf("delete the %T objects of namespace %s: %v", obj, ns, err)
+		}
+	}
+	b.StartTimer()
+	return run
+}
+
+// createOwners creates n Widgets named o0…o<n-1> in ns with scaleCreators goroutines.
+func createOwners(b *testing.B, ns string, n int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, scaleCreators)
+	for range scaleCreators {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				w := &testapi.Widget{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "o" + strconv.FormatInt(i, 10)},
+					Spec:       testapi.WidgetSpec{MaxReplicas: 1},
+				}
+				if err := env.Client.Create(context.Background(), w); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatalf("create owners: %v", err)
+	}
+}
+
+// readyCounter counts the Ready owners of a namespace from an informer in this process.
+type readyCounter struct {
+	cache cache.Cache
+	ns    string
+}
+
+func newReadyCounter(ctx context.Context, b *testing.B, ns string) *readyCounter {
+	b.Helper()
+	c, err := cache.New(env.Config, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		b.Fatalf("new cache: %v", err)
+	}
+	if _, err := c.GetInformer(ctx, &testapi.Widget{}); err != nil {
+		b.Fatalf("Widget informer: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Start(ctx)
+	}()
+	b.Cleanup(func() { <-done }) // ctx, canceled by runScale, stops it
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("Widget cache did not sync")
+	}
+	return &readyCounter{cache: c, ns: ns}
+}
+
+// wait polls the cache every 100 ms until n owners are Ready for their generation.
+func (r *readyCounter) wait(b *testing.B, n int, timeout time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	ready := 0
+	for time.Now().Before(deadline) {
+		var list testapi.WidgetList
+		if err := r.cache.List(context.Background(), &list, client.InNamespace(r.ns), client.UnsafeDisableDeepCopy); err != nil {
+			b.Fatalf("list Widgets: %v", err)
+		}
+		ready = 0
+		for i := range list.Items {
+			w := &list.Items[i]
+			c := meta.FindStatusCondition(w.Status.Conditions, api.ConditionReady)
+			if w.Status.ObservedGeneration == w.Generation && c != nil && c.Status == metav1.ConditionTrue {
+				ready++
+			}
+		}
+		if ready == n {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("%d of %d owners Ready after %s", ready, n, timeout)
+}
+
+// scaleProcess is a running helper process.
+type scaleProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *bytes.Buffer
+}
+
+// startScaleHelper starts the test binary as a helper with cfg and waits until it is ready
+// (caches synced). The child is killed at cleanup if it is still running.
+func startScaleHelper(b *testing.B, cfg scaleHelperConfig) *scaleProcess {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "helper.json")
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), scaleHelperEnv+"="+path)
+	c := &scaleProcess{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = c.stderr
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.stdout = bufio.NewReader(out)
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start helper: %v", err)
+	}
+	b.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	if line := c.line(b); line != "ready" {
+		b.Fatalf("helper said %q, want ready; stderr:\n%s", line, c.stderr)
+	}
+	return c
+}
+
+func (c *scaleProcess) line(b *testing.B) string {
+	b.Helper()
+	s, err := c.stdout.ReadString('\n')
+	if err != nil {
+		b.Fatalf("read from helper: %v; stderr:\n%s", err, c.stderr)
+	}
+	return strings.TrimSpace(s)
+}
+
+func (c *scaleProcess) send(line string) {
+	_, _ = io.WriteString(c.stdin, line+"\n")
+}
+
+// peakRSS returns the child's peak resident set size (VmHWM) in bytes.
+func (c *scaleProcess) peakRSS(b *testing.B) int64 {
+	b.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("read helper status: %v", err)
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmHWM %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM in the helper's /proc status")
+	return 0
+}
+
+// cpuTime returns the CPU time (user and system) the child has used.
+func (c *scaleProcess) cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	st, err := readProcStat(c.cmd.Process.Pid)
+	if err != nil {
+		b.Fatalf("read helper stat: %v", err)
+	}
+	return st.cpu
+}
+
+// controlPlaneCPUTime returns the CPU time used so far by this process's kube-apiserver and
+// etcd children (envtest's control plane).
+func controlPlaneCPUTime(b *testing.B) time.Duration {
+	b.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil || st.ppid != os.Getpid() || (st.comm != "kube-apiserver" && st.comm != "etcd") {
+			continue // gone, or not ours
+		}
+		total += st.cpu
+	}
+	return total
+}
+
+type procStat struct {
+	comm string
+	ppid int
+	cpu  time.Duration // user and system
+}
+
+// readProcStat reads /proc/<pid>/stat: the command name (in parentheses), then the fields
+// after it, of which ppid is the 2nd and utime and stime, in clock ticks (100 per second on
+// Linux), the 12th and 13th.
+func readProcStat(pid int) (procStat, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	s := string(data)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("stat %q: no command name", s)
+	}
+	fields := strings.Fields(s[end+1:])
+	if len(fields) < 13 {
+		return procStat{}, fmt.Errorf("stat %q: too few fields", s)
+	}
+	st := procStat{comm: s[open+1 : end]}
+	if st.ppid, err = strconv.Atoi(fields[1]); err != nil {
+		return procStat{}, fmt.Errorf("stat %q: %w", s, err)
+	}
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("stat %q: %w", s, err)
+		}
+		st.cpu += time.Duration(n) * 10 * time.Millisecond
+	}
+	return st, nil
+}
+
+// stop closes the child's stdin, which stops it, and returns the requests it counted.
+func (c *scaleProcess) stop(b *testing.B) scaleCounts {
+	b.Helper()
+	_ = c.stdin.Close()
+	var counts scaleCounts
+	if err := json.Unmarshal([]byte(c.line(b)), &counts); err != nil {
+		b.Fatalf("helper counts: %v; stderr:\n%s", err, c.stderr)
+	}
+	if err := c.cmd.Wait(); err != nil {
+		b.Fatalf("helper: %v; stderr:\n%s", err, c.stderr)
+	}
+	return counts
+}
+
+// scaleRM is the kdag side of BenchmarkScale: n independent ConfigMaps per owner.
+type scaleRM struct{ children int }
+
+func (scaleRM) NewEmpty() client.Object { return &testapi.Widget{} }
+
+func (scaleRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
+
+func (rm scaleRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
+	for i := range rm.children {
+		b.Add(scaleChildObject(owner, i))
+	}
+	return nil
+}
+
+// scaleChildObject is the i-th ConfigMap of an owner in BenchmarkScale.
+func scaleChildObject(owner client.Object, i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: owner.GetName() + "-" + strconv.Itoa(i)},
+		Data:       map[string]string{"index": strconv.Itoa(i), "payload": convergePayload},
+	}
+}
+
+// countingTransport counts a helper's API requests once counting is on.
+type countingTransport struct {
+	next   http.RoundTripper
+	on     *atomic.Bool
+	counts *scaleCounts
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.on.Load() && req.URL.Query().Get("watch") != "true" {
+		switch {
+		case isEventPath(req.URL.Path):
+			atomic.AddInt64(&t.counts.Events, 1)
+		case req.Method == http.MethodGet:
+			atomic.AddInt64(&t.counts.Reads, 1)
+		default:
+			atomic.AddInt64(&t.counts.Writes, 1)
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+// runScaleHelper is the child process of BenchmarkScale (TestMain calls it when scaleHelperEnv
+// is set). It starts the engine, prints "ready" once its caches are synced, resets its request
+// counts on the line "start", and on the end of its stdin stops and prints its counts as JSON.
+// It returns the process's exit code.
+func runScaleHelper() int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "scale helper:", err)
+		return 1
+	}
+	data, err := os.ReadFile(os.Getenv(scaleHelperEnv))
+	if err != nil {
+		return fail(err)
+	}
+	var cfg scaleHelperConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return fail(err)
+	}
+	ctrl.SetLogger(logr.Discard())
+	if path := os.Getenv(scaleProfileEnv); path != "" {
+		f, err := os.Create(path + "." + cfg.Engine)
+		if err != nil {
+			return fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
+	var on atomic.Bool
+	var counts scaleCounts
+	rc := &rest.Config{
+		Host:            cfg.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData},
+		QPS:             -1, // as ctrl.GetConfig returns it: no client-side rate limit
+	}
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{next: rt, on: &on, counts: &counts}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stopped <-chan error
+	switch cfg.Engine {
+	case "kdag":
+		stopped, err = startScaleManager(ctx, rc, cfg)
+	case "rawssa":
+		stopped, err = startRawWriter(ctx, rc, cfg)
+	default:
+		err = fmt.Errorf("unknown engine %q", cfg.Engine)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() == "start" {
+			atomic.StoreInt64(&counts.Reads, 0)
+			atomic.StoreInt64(&counts.Writes, 0)
+			atomic.StoreInt64(&counts.Events, 0)
+			on.Store(true)
+		}
+	}
+	on.Store(false)
+	cancel()
+	if err := <-stopped; err != nil {
+		return fail(err)
+	}
+	out, err := json.Marshal(scaleCounts{
+		Reads: atomic.LoadInt64(&counts.Reads), Writes: atomic.LoadInt64(&counts.Writes), Events: atomic.LoadInt64(&counts.Events),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Println(string(out))
+	return 0
+}
+
+// startScaleManager starts a manager with one kdag Controller with default options and waits
+// for its caches. The returned channel yields the manager's error once ctx ends.
+func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig) (<-chan error, error) {
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+			ByObject:          CacheByObject(&corev1.ConfigMap{}),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := New(mgr, "scale", scaleRM{children: cfg.Children}); err != nil {
+		return nil, err
+	}
+	for _, obj := range []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("manager cache did not sync")
+	}
+	return stopped, nil
+}
+
+// startRawWriter starts the raw writer: an informer on the owners feeding scaleRawWorkers
+// workers, each of which applies an owner's children one at a time and then its Ready status.
+// The returned channel yields the first write error (or nil) once ctx ends and the workers
+// stopped.
+func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig) (<-chan error, error) {
+	cl, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(rc, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := c.GetInformer(ctx, &testapi.Widget{})
+	if err != nil {
+		return nil, err
+	}
+	queue := make(chan *testapi.Widget, 1<<16)
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if w, ok := obj.(*testapi.Widget); ok {
+			queue <- w
+		}
+	}}); err != nil {
+		return nil, err
+	}
+	cacheDone := make(chan struct{})
+	go func() {
+		defer close(cacheDone)
+		_ = c.Start(ctx)
+	}()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("raw writer cache did not sync")
+	}
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	for range scaleRawWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case w := <-queue:
+					if err := rawWrite(ctx, cl, w, cfg.Children); err != nil && ctx.Err() == nil {
+						errOnce.Do(func() { firstErr = err })
+					}
+				}
+			}
+		})
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		wg.Wait()
+		<-cacheDone
+		stopped <- firstErr
+	}()
+	return stopped, nil
+}
+
+// rawWrite server-side applies an owner's children (kdag's labels and owner reference, no hash)
+// and then a Ready status.
+func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children int) error {
+	owner := []any{map[string]any{
+		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget", "name": w.Name, "uid": string(w.UID),
+		"controller": true, "blockOwnerDeletion": true,
+	}}
+	for i := range children {
+		cm := scaleChildObject(w, i)
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{
+				"namespace": w.Namespace, "name": cm.Name, "ownerReferences": owner,
+				"labels": map[string]any{LabelManagedBy: "rawssa", LabelController: "rawssa", LabelOwnerUID: string(w.UID)},
+			},
+			"data": map[string]any{"index": cm.Data["index"], "payload": cm.Data["payload"]},
+		}}
+		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("rawssa"), client.ForceOwnership); err != nil {
+			return err
+		}
+	}
+	status := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget",
+		"metadata": map[string]any{"namespace": w.Namespace, "name": w.Name},
+		"status": map[string]any{
+			"observedGeneration": w.Generation,
+			"conditions": []any{map[string]any{
+				"type": api.ConditionReady, "status": "True", "reason": ReasonReady, "message": "written by the raw writer",
+				"observedGeneration": w.Generation, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+			}},
+		},
+	}}
+	return cl.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner("rawssa"), client.ForceOwnership)
+}
