@@ -76,8 +76,9 @@ type driftBudget struct {
 	window, backoff, maxBackoff time.Duration
 	now                         func() time.Time
 
-	mu      sync.Mutex
-	objects map[types.UID]*driftRecord
+	mu        sync.Mutex
+	objects   map[types.UID]*driftRecord
+	lastSweep time.Time // of records that would start over anyway (see sweep)
 }
 
 type driftRecord struct {
@@ -109,6 +110,7 @@ func (b *driftBudget) decide(uid types.UID) driftDecision {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sweep(now)
 	r := b.objects[uid]
 	if r == nil {
 		r = &driftRecord{}
@@ -135,6 +137,26 @@ func (b *driftBudget) decide(uid types.UID) driftDecision {
 	}
 	r.repairs = append(r.repairs, now)
 	return driftDecision{repair: true}
+}
+
+// sweep drops, at most once per window, the records of objects that have not drifted for a
+// window after kdag's last repair and the end of their last pause: their next drift starts over
+// anyway, and without the sweep the records of objects deleted by others (the garbage collector
+// after their owner) would stay for the life of the process. Caller holds mu.
+func (b *driftBudget) sweep(now time.Time) {
+	if now.Sub(b.lastSweep) < b.window {
+		return
+	}
+	b.lastSweep = now
+	for uid, r := range b.objects {
+		quietSince := r.holdUntil
+		if n := len(r.repairs); n > 0 && r.repairs[n-1].After(quietSince) {
+			quietSince = r.repairs[n-1]
+		}
+		if now.Sub(quietSince) >= b.window {
+			delete(b.objects, uid)
+		}
+	}
 }
 
 // forget drops the object's record (it was deleted).

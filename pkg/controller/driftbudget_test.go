@@ -66,6 +66,34 @@ func TestDriftBudget_Decide(t *testing.T) {
 	}
 }
 
+// TestDriftBudget_SweepsQuietObjects: records of objects that stopped drifting (deleted by the
+// garbage collector, or settled) are dropped after a window; an object in a pause keeps its
+// record, and with it its backoff.
+func TestDriftBudget_SweepsQuietObjects(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	now := start
+	b := newDriftBudget(&Options{DriftRepairLimit: 1, DriftRepairWindow: time.Minute, DriftBackoff: 10 * time.Minute, DriftBackoffMax: time.Hour})
+	b.now = func() time.Time { return now }
+	for i := range 100 {
+		b.decide(types.UID(fmt.Sprint("quiet-", i)))
+	}
+	b.decide("fighting")
+	if d := b.decide("fighting"); d.repair {
+		t.Fatalf("second drift within the window with limit 1: %+v, want a pause", d)
+	}
+	now = start.Add(2 * time.Minute)
+	b.decide("new")
+	if _, ok := b.objects["fighting"]; !ok {
+		t.Error("the record of an object in a pause was swept")
+	}
+	if n := len(b.objects); n != 2 {
+		t.Errorf("%d records after a quiet window, want 2 (the paused object and the new one)", n)
+	}
+	if d := b.decide("fighting"); d.repair || d.started {
+		t.Errorf("paused object after the sweep: %+v, want still paused", d)
+	}
+}
+
 func TestOptions_DriftDefaults(t *testing.T) {
 	var o Options
 	o.defaults("x")
