@@ -39,6 +39,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/api"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
 // repoRoot is the repository, relative to this package.
@@ -69,7 +70,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := installCRDs(context.Background()); err != nil {
+	if err := refop.InstallCRDs(context.Background(), cl); err != nil {
 		fmt.Fprintln(os.Stderr, "install CRDs:", err)
 		return 1
 	}
@@ -78,50 +79,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// installCRDs creates (or updates, on a reused cluster) the CRDs of config/crd/bases and waits
-// until every kind is served.
-func installCRDs(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if len(files) != 4 {
-		return fmt.Errorf("found %d CRD files in config/crd/bases, want 4", len(files))
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			return fmt.Errorf("parse %s: %w", f, err)
-		}
-		err = cl.Create(ctx, crd)
-		if apierrors.IsAlreadyExists(err) {
-			live := &apiextensionsv1.CustomResourceDefinition{}
-			if err = cl.Get(ctx, client.ObjectKeyFromObject(crd), live); err == nil {
-				live.Spec = crd.Spec
-				err = cl.Update(ctx, live)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("install %s: %w", f, err)
-		}
-	}
-	lists := []client.ObjectList{
-		&giteav1alpha1.GiteaList{}, &giteav1alpha1.GiteaServerList{}, &giteav1alpha1.PostgreSQLList{}, &giteav1alpha1.ValkeyList{},
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, l := range lists {
-			if cl.List(ctx, l) != nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // waitGarbageCollector waits until kube-controller-manager's garbage collector handles the

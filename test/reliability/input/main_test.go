@@ -19,7 +19,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +29,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -44,13 +42,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/tracing"
+	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
 // clusterName is this package's local cluster, apart from the other test packages' so that they
@@ -89,7 +87,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		if err := installCRDs(context.Background()); err != nil {
+		if err := refop.InstallCRDs(context.Background(), cl); err != nil {
 			fmt.Fprintln(os.Stderr, "install CRDs:", err)
 			return 1
 		}
@@ -137,50 +135,6 @@ func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// installCRDs creates (or updates, on a reused cluster) the CRDs of config/crd/bases and waits
-// until every kind is served.
-func installCRDs(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if len(files) != 4 {
-		return fmt.Errorf("found %d CRD files in config/crd/bases, want 4", len(files))
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-			return fmt.Errorf("parse %s: %w", f, err)
-		}
-		err = cl.Create(ctx, crd)
-		if apierrors.IsAlreadyExists(err) {
-			live := &apiextensionsv1.CustomResourceDefinition{}
-			if err = cl.Get(ctx, client.ObjectKeyFromObject(crd), live); err == nil {
-				live.Spec = crd.Spec
-				err = cl.Update(ctx, live)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("install %s: %w", f, err)
-		}
-	}
-	lists := []client.ObjectList{
-		&giteav1alpha1.GiteaList{}, &giteav1alpha1.GiteaServerList{}, &giteav1alpha1.PostgreSQLList{}, &giteav1alpha1.ValkeyList{},
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, l := range lists {
-			if cl.List(ctx, l) != nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // operator is the reference operator running in the test process.
