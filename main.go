@@ -59,7 +59,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Hold a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty means the namespace the manager runs in.")
-	fs.IntVar(&o.concurrency, "concurrency", 1, "Owners reconciled in parallel by each controller.")
+	fs.IntVar(&o.concurrency, "concurrency", 0, "Owners reconciled in parallel by each controller; 0 means kdag's default (4).")
 	o.perController = map[string]*int{}
 	for _, c := range controllers.Components() {
 		o.perController[c.Name] = fs.Int(c.Name+"-concurrency", 0,

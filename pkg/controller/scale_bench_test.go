@@ -52,10 +52,14 @@ const (
 	scaleReadyTimeout = 15 * time.Minute
 )
 
-// scaleRawWorkers is how many owners the raw writer writes at once. With kdag's defaults a
-// manager has at most MaxConcurrentReconciles (1) × min(MaxParallelNodes (32), children (10))
-// = 10 requests in flight; the raw writer gets the same 10, one request at a time per worker.
-const scaleRawWorkers = 10
+// scaleRawWorkers returns how many owners the raw writer writes at once: as many as the requests
+// a kdag manager with default Options has in flight, MaxConcurrentReconciles × min(MaxParallelNodes,
+// children), each worker making one request at a time.
+func scaleRawWorkers() int {
+	var o Options
+	o.defaults("scale")
+	return o.MaxConcurrentReconciles * min(o.MaxParallelNodes, scaleChildren)
+}
 
 // scaleHelperConfig tells the child what to run and how to reach the API server.
 type scaleHelperConfig struct {
@@ -638,7 +642,7 @@ func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig)
 	var wg sync.WaitGroup
 	var firstErr error
 	var errOnce sync.Once
-	for range scaleRawWorkers {
+	for range scaleRawWorkers() {
 		wg.Go(func() {
 			for {
 				select {
