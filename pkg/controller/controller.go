@@ -9,9 +9,11 @@ import (
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -152,10 +154,33 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 		if !c.scheme.Recognizes(list) {
 			return nil, errors.Errorf("controller %s: owned type %s has no list type %s in the scheme", name, gvk.Kind, list.Kind)
 		}
+		if err := c.forgetOnDelete(mgr, obj); err != nil {
+			return nil, errors.Wrapf(err, "controller %s: watch deletions of %s", name, gvk.Kind)
+		}
 		c.ownedKind[gvk.GroupKind()] = true
 		c.owned = append(c.owned, ownedType{obj: obj, gvk: gvk, list: list, indexed: c.indexOwned(mgr, obj)})
 	}
 	return c, nil
+}
+
+// forgetOnDelete makes the Controller forget what it remembers about an object of obj's type
+// that it applied (managed-fields fingerprint, drift-repair record) once the cache sees the
+// object deleted, by kdag's prune or by anyone else (the garbage collector after the owner).
+// Without it, the memory of objects deleted by others would last as long as the process.
+func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
+	informer, err := mgr.GetCache().GetInformer(context.Background(), obj)
+	if err != nil {
+		return err
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(o any) {
+		if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = tombstone.Obj
+		}
+		if m, ok := o.(metav1.Object); ok && m.GetLabels()[LabelController] == c.name {
+			c.forget(m.GetUID())
+		}
+	}})
+	return err
 }
 
 // ownerIndex names the cache index of the objects of one controller by owner UID.
