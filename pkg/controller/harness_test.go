@@ -66,13 +66,15 @@ func TestMain(m *testing.M) {
 // calls counts the HTTP requests a manager makes, by kind, while counting is on. Watches and the
 // informers' initial lists are not counted once the test resets the counters. Events are
 // written asynchronously by the recorder's broadcaster, so they are kept apart from the writes
-// a reconcile makes itself.
+// a reconcile makes itself. A write the server refuses with 409 Conflict changed nothing: it is
+// counted as refused, not as a write.
 type calls struct {
-	mu     sync.Mutex
-	writes []string // "VERB path"
-	reads  []string
-	events []string
-	faults []*fault
+	mu      sync.Mutex
+	writes  []string // "VERB path"
+	reads   []string
+	events  []string
+	refused []string
+	faults  []*fault
 }
 
 // fault makes the next remaining requests with method and path fail with HTTP 500.
@@ -81,7 +83,7 @@ type fault struct {
 	remaining    int
 }
 
-func (c *calls) record(req *http.Request) {
+func (c *calls) record(req *http.Request, resp *http.Response) {
 	if req.URL.Query().Get("watch") == "true" {
 		return
 	}
@@ -89,6 +91,8 @@ func (c *calls) record(req *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case resp != nil && resp.StatusCode == http.StatusConflict && req.Method != http.MethodGet:
+		c.refused = append(c.refused, line)
 	case isEventPath(req.URL.Path):
 		c.events = append(c.events, line)
 	case req.Method == http.MethodGet:
@@ -132,7 +136,7 @@ func (c *calls) takeFault(req *http.Request) bool {
 func (c *calls) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writes, c.reads, c.events = nil, nil, nil
+	c.writes, c.reads, c.events, c.refused = nil, nil, nil, nil
 }
 
 func (c *calls) snapshot() (writes, reads []string) {
@@ -147,8 +151,8 @@ type roundTripper struct {
 }
 
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	rt.calls.record(req)
 	if rt.calls.takeFault(req) {
+		rt.calls.record(req, nil)
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
@@ -163,7 +167,9 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			Request:       req,
 		}, nil
 	}
-	return rt.next.RoundTrip(req)
+	resp, err := rt.next.RoundTrip(req)
+	rt.calls.record(req, resp)
+	return resp, err
 }
 
 // fixture is a started manager with one kdag Controller that is not registered for watches:

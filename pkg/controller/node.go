@@ -163,9 +163,18 @@ func (c *Controller) checkReference(ctx context.Context, s *nodeSpec, res *nodeR
 }
 
 // create writes a node's object that the cache does not hold. The cache only holds objects
-// with kdag's labels, so one uncached read tells a new object from one kdag did not create (or
-// one the cache has not seen yet). This read happens once per object, at creation.
+// with kdag's labels, so a miss does not tell a new object from one kdag did not create (or one
+// the cache has not seen yet). create first applies the object on the condition that it does
+// not exist (createIfAbsent): one round trip for a new object, and a foreign object created
+// between the cache miss and the write is never overwritten. Only if something of that name
+// exists does it read the object to decide: refuse it, adopt it, or apply to its own.
 func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured) (*unstructured.Unstructured, Action, error) {
+	switch err := c.createIfAbsent(ctx, s, desired); {
+	case err == nil:
+		return desired, ActionCreated, nil
+	case !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err):
+		return nil, ActionCreated, err
+	}
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(s.gvk)
 	err := c.reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
@@ -239,6 +248,26 @@ func driftPaths(fields []resources.FieldDrift) []string {
 		}
 	}
 	return paths
+}
+
+// absentResourceVersion is the resourceVersion createIfAbsent applies with. An apply that
+// carries metadata.resourceVersion uses it as a precondition on an existing object (the API
+// server answers 409 Conflict when it differs), and the server drops it when the apply creates
+// the object. etcd's revision 1 is that of the empty store, before any write, so no object has
+// it: the apply creates the object or fails.
+const absentResourceVersion = "1"
+
+// createIfAbsent applies desired like apply, but only if no object of its name exists: it
+// returns a Conflict error (apierrors.IsConflict) without writing anything when one does, so
+// the existence check and the create are one atomic request. On success desired holds the
+// response, whose resourceVersion is the real one.
+func (c *Controller) createIfAbsent(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) error {
+	desired.SetResourceVersion(absentResourceVersion)
+	err := c.apply(ctx, s, desired)
+	if err != nil && desired.GetResourceVersion() == absentResourceVersion {
+		desired.SetResourceVersion("")
+	}
+	return err
 }
 
 // apply server-side applies desired with kdag's field manager, forcing ownership (kdag only
