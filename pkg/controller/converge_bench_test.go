@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kdag-dev/kdag/pkg/api"
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -108,6 +109,64 @@ func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth
 	return cl.Status().Update(ctx, w)
 }
 
+// convergeRawSSA is the floor of BenchmarkConverge: the least any server-side-apply engine can
+// do for the same deploy. It applies each layer's objects all at once, one goroutine per object
+// (kdag's labels and owner reference, no hash annotations, nothing read), waits for the layer,
+// and then applies the owner's Ready status. It knows the graph and skips every check kdag makes.
+func convergeRawSSA(ctx context.Context, f *fixture, name string, width, depth int) error {
+	cl := f.mgr.GetClient()
+	w := &testapi.Widget{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, w); err != nil {
+		return err
+	}
+	owner := []any{map[string]any{
+		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget", "name": w.Name, "uid": string(w.UID),
+		"controller": true, "blockOwnerDeletion": true,
+	}}
+	for _, layer := range convergeLayers(w, width, depth) {
+		errs := make(chan error, len(layer))
+		for _, obj := range layer {
+			go func() {
+				gvk := corev1.SchemeGroupVersion.WithKind("Secret")
+				if _, ok := obj.(*corev1.ConfigMap); ok {
+					gvk.Kind = "ConfigMap"
+				}
+				u, err := resources.ToUnstructured(obj, gvk)
+				if err != nil {
+					errs <- err
+					return
+				}
+				u.SetNamespace(w.Namespace)
+				u.SetLabels(map[string]string{LabelManagedBy: "rawssa", LabelController: "rawssa", LabelOwnerUID: string(w.UID)})
+				_ = unstructured.SetNestedSlice(u.Object, owner, "metadata", "ownerReferences")
+				unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+				errs <- cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("rawssa"), client.ForceOwnership)
+			}()
+		}
+		var first error
+		for range layer {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return first
+		}
+	}
+	status := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget",
+		"metadata": map[string]any{"namespace": w.Namespace, "name": w.Name},
+		"status": map[string]any{
+			"observedGeneration": w.Generation,
+			"conditions": []any{map[string]any{
+				"type": api.ConditionReady, "status": "True", "reason": ReasonReady, "message": "written by the raw writer",
+				"observedGeneration": w.Generation, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+			}},
+		},
+	}}
+	return cl.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner("rawssa"), client.ForceOwnership)
+}
+
 // rttSampler measures single server-side apply round trips: each sample creates a new
 // ConfigMap the size of one converge node with the manager's client, as kdag's apply does.
 type rttSampler struct {
@@ -157,8 +216,12 @@ func (s *rttSampler) median() time.Duration { return percentile(s.samples, 0.5) 
 //     etcd, and of this test process (the manager), from the deploy's start until the manager
 //     is quiet again (so the informers' and the event recorder's work on it is included).
 //
-// engine=kdag also runs one untimed baseline deploy per iteration, interleaved with its own, and
-// reports speedup-x: the baseline's mean wall time over kdag's (target at width 10: ≥ 3).
+// engine=kdag also runs one untimed baseline deploy and one untimed convergeRawSSA deploy (the
+// floor: every object of a layer applied at once, nothing else) per iteration, interleaved with
+// its own, and reports speedup-x: the baseline's mean wall time over kdag's (target at width 10:
+// ≥ 3); rawssa-ms and rawssa-speedup-x: the floor's wall time and its speedup over the baseline,
+// the most any server-side-apply engine gets from this API server; x-rawssa: kdag's wall time
+// over the floor's.
 //
 // The shapes are those of the targets (width 10 × depth 3, width 50 × depth 2) and width 1 ×
 // depth 3, a chain, where no two requests compete for the API server: it shows the round trips
@@ -242,12 +305,13 @@ func benchmarkConverge(b *testing.B, width, depth int, kdag bool) {
 		c.reads += len(reads)
 		c.deploys++
 	}
-	var kdagCost, baselineCost convergeCost
+	var kdagCost, baselineCost, rawCost convergeCost
 	for b.Loop() {
 		b.StopTimer()
 		i := strconv.Itoa(baselineCost.deploys)
 		deploy(&baselineCost, "b"+i, !kdag, func() error { return convergeBaseline(ctx, f, "b"+i, width, depth) })
 		if kdag {
+			deploy(&rawCost, "r"+i, false, func() error { return convergeRawSSA(ctx, f, "r"+i, width, depth) })
 			deploy(&kdagCost, "k"+i, true, func() error { return f.reconcile("k" + i) })
 		}
 		rtt.sample(3)
@@ -257,6 +321,9 @@ func benchmarkConverge(b *testing.B, width, depth int, kdag bool) {
 	if kdag {
 		kdagCost.report(b, depth, rtt.median())
 		b.ReportMetric(float64(baselineCost.wall)/float64(kdagCost.wall), "speedup-x")
+		b.ReportMetric(ms(rawCost.wall/time.Duration(rawCost.deploys)), "rawssa-ms")
+		b.ReportMetric(float64(baselineCost.wall)/float64(rawCost.wall), "rawssa-speedup-x")
+		b.ReportMetric(float64(kdagCost.wall)/float64(rawCost.wall), "x-rawssa")
 	} else {
 		baselineCost.report(b, depth, rtt.median())
 	}

@@ -17,9 +17,10 @@ import (
 	"github.com/kdag-dev/kdag/pkg/api"
 )
 
-// writeStatus computes the owner's kdag status from r, emits events for what changed, and
-// writes the status with a server-side apply of the status subresource — only when it differs
-// from the cached owner's, so an unchanged owner costs no write.
+// writeStatus computes the owner's kdag status from r, writes it with a server-side apply of the
+// status subresource — only when it differs from the cached owner's, so an unchanged owner costs
+// no write — and then emits events for what changed. The events go last, written or not, so that
+// their requests do not compete with the status write, the end of the reconcile's critical path.
 func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
 	old, err := currentStatus(owner)
 	if err != nil {
@@ -31,8 +32,10 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	next.Graph = r.graphSummary()
 	setConditions(next, owner.GetGeneration(), r)
 
-	c.emitNodeEvents(owner, r)
-	c.emitConditionEvents(owner, old, next)
+	defer func() {
+		c.emitNodeEvents(owner, r)
+		c.emitConditionEvents(owner, old, next)
+	}()
 
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(next)
 	if err != nil {
