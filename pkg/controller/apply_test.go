@@ -62,9 +62,6 @@ func TestDrift_ForeignChangeIsRepaired(t *testing.T) {
 		edit    func(client.Object)
 		// repaired reports whether obj (from the API server) holds kdag's value again.
 		repaired func(client.Object) bool
-		// removal: the edit removes a field kdag owns, which leaves no foreign managed-fields
-		// entry; only the Controller's memory of its last apply reveals it.
-		removal bool
 	}{
 		{
 			name: "Deployment spec.replicas changed", obj: func() client.Object { return &appsv1.Deployment{} }, objName: "app",
@@ -81,22 +78,16 @@ func TestDrift_ForeignChangeIsRepaired(t *testing.T) {
 			name: "ConfigMap data key removed", obj: func() client.Object { return &corev1.ConfigMap{} }, objName: "app-config",
 			edit:     func(o client.Object) { delete(o.(*corev1.ConfigMap).Data, "k") },
 			repaired: func(o client.Object) bool { return o.(*corev1.ConfigMap).Data["k"] == "v" },
-			removal:  true,
 		},
 		{
 			name: "Service label removed", obj: func() client.Object { return &corev1.Service{} }, objName: "app",
 			edit:     func(o client.Object) { delete(o.(*corev1.Service).Labels, LabelManagedBy) },
 			repaired: func(o client.Object) bool { return o.GetLabels()[LabelManagedBy] == "kdag" },
-			removal:  true,
 		},
 	}
 	for _, tt := range tests {
 		for _, restart := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/restart=%v", tt.name, restart), func(t *testing.T) {
-				if restart && tt.removal {
-					t.Skip("known gap: after a restart, a foreign removal of a field kdag owns is not detected " +
-						"(Drift sees foreign managed-fields entries only; the fingerprint of the last apply is in memory)")
-				}
 				f := newFixture(t, widgetRM{readyDeployment: true})
 				f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Replicas: ptr.To[int32](2), Data: map[string]string{"k": "v"}})
 				f.settle("app")

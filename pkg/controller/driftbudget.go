@@ -46,7 +46,7 @@ func quoteJoin(names []string) string {
 }
 
 // newDriftConflict describes the conflict from the drifted fields; without them (kdag's own
-// field set shrank, see fingerprintChanged) the other writer is unknown.
+// field set shrank, see lostFields) the other writer is unknown.
 func newDriftConflict(id NodeID, fieldManager string, fields []resources.FieldDrift, paths []string) *DriftConflictError {
 	e := &DriftConflictError{Node: id, FieldManager: fieldManager}
 	for _, f := range fields {

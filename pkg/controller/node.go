@@ -223,8 +223,10 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 		return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
 	}
 	drifted := driftPaths(fields)
-	if len(drifted) == 0 && c.fingerprintChanged(liveU) {
-		drifted = []string{"(fields owned by " + c.opts.FieldManager + " were changed or removed)"}
+	if len(drifted) == 0 {
+		if drifted, err = c.lostFields(liveU, desired); err != nil {
+			return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
+		}
 	}
 	if len(drifted) == 0 && liveU.GetAnnotations()[AnnotationDesiredHash] == desired.GetAnnotations()[AnnotationDesiredHash] {
 		return nil, ActionSkipped, nil, nil
@@ -297,11 +299,28 @@ func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructur
 	return nil
 }
 
-// fingerprintChanged reports whether kdag's managed fields on live differ from those right
-// after kdag's last apply; false when kdag has not applied it since the process started.
-func (c *Controller) fingerprintChanged(live *unstructured.Unstructured) bool {
-	want, ok := c.fingerprints.Load(live.GetUID())
-	return ok && want.(string) != resources.OwnedFieldsFingerprint(live, c.opts.FieldManager)
+// lostFields returns the fields kdag set on live that are gone from its managed fields without
+// another manager holding them (someone removed them, which Drift cannot see). If kdag applied
+// the object in this process, it compares the fingerprint of its field set with the one right
+// after that apply. Otherwise (after a restart) it asks resources.RemovedFields, when desired is
+// what kdag last applied (the desired hash is unchanged), and remembers live's fingerprint when
+// nothing is missing, so that this costlier check runs once per object and process.
+func (c *Controller) lostFields(live, desired *unstructured.Unstructured) ([]string, error) {
+	fp := resources.OwnedFieldsFingerprint(live, c.opts.FieldManager)
+	if want, ok := c.fingerprints.Load(live.GetUID()); ok {
+		if want.(string) != fp {
+			return []string{"(fields owned by " + c.opts.FieldManager + " were changed or removed)"}, nil
+		}
+		return nil, nil
+	}
+	if fp == "" || live.GetAnnotations()[AnnotationDesiredHash] != desired.GetAnnotations()[AnnotationDesiredHash] {
+		return nil, nil
+	}
+	removed, err := resources.RemovedFields(live, desired, c.opts.FieldManager)
+	if err == nil && len(removed) == 0 {
+		c.fingerprints.Store(live.GetUID(), fp)
+	}
+	return removed, err
 }
 
 // checkReady returns nil when current is ready, a *waitingError when not yet, and an error when

@@ -41,7 +41,8 @@ import (
 //     structure as one leaf (an atomic field such as a Deployment's selector) is compared with the
 //     map rule above, so an extra key added inside it is not reported;
 //   - a foreign Update that removes a field kdag set leaves no foreign entry for it, so Drift
-//     cannot see it; OwnedFieldsFingerprint lets a caller notice that kdag's own field set shrank.
+//     cannot see it; RemovedFields and OwnedFieldsFingerprint let a caller notice that kdag's own
+//     field set shrank.
 //
 // It returns an error when live or desired is nil or a foreign entry's field set does not parse.
 func Drift(live, desired *unstructured.Unstructured, fieldManager string) ([]string, error) {
@@ -119,6 +120,66 @@ func OwnedFieldsFingerprint(live *unstructured.Unstructured, fieldManager string
 		}
 	}
 	return ""
+}
+
+// RemovedFields returns the fields of desired that fieldManager's Apply entry on live no longer
+// holds and whose live value differs from the desired one, as sorted paths rendered like Drift's:
+// someone removed (or replaced, with a plain update) a field kdag set. It needs no memory of an
+// earlier apply, so it finds removals after a restart too; a caller uses it only when desired is
+// what fieldManager last applied (the desired-hash annotation is unchanged), since a field kdag
+// newly adds is missing from its entry as well.
+//
+// Only scalar fields reached through maps are examined (.metadata.labels.x, .data.key,
+// .spec.replicas): a field inside a list needs the list's merge key to be named in a field set,
+// which only the schema knows. Identity fields (apiVersion, kind, metadata.name and namespace)
+// are left out. It returns nil, and no error, when live has no Apply entry of fieldManager on the
+// main resource (nothing to compare with, for example an adopted object kdag has not applied
+// yet), and an error when live or desired is nil or the entry's field set does not parse.
+func RemovedFields(live, desired *unstructured.Unstructured, fieldManager string) ([]string, error) {
+	if live == nil || desired == nil {
+		return nil, errors.Errorf("detect removed fields of %s against %s: nil object", describeU(live), describeU(desired))
+	}
+	var owned *fieldpath.Set
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			mf.Subresource == "" && mf.FieldsV1 != nil {
+			owned = &fieldpath.Set{}
+			if err := owned.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+				return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describeU(live))
+			}
+			break
+		}
+	}
+	if owned == nil {
+		return nil, nil
+	}
+	var removed []string
+	var walk func(path fieldpath.Path, v any)
+	walk = func(path fieldpath.Path, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				if len(path) == 0 && (k == "apiVersion" || k == "kind") ||
+					len(path) == 1 && *path[0].FieldName == "metadata" && (k == "name" || k == "namespace") {
+					continue
+				}
+				walk(append(path[:len(path):len(path)], fieldpath.PathElement{FieldName: &k}), child)
+			}
+		case []any, nil:
+			// Lists need their merge keys; see above.
+		default:
+			if owned.Has(path) {
+				return
+			}
+			if got, ok := resolve(live.Object, path); ok && equalSemantic(v, got) {
+				return
+			}
+			removed = append(removed, pathString(path))
+		}
+	}
+	walk(nil, desired.Object)
+	slices.Sort(removed)
+	return removed, nil
 }
 
 // resolve returns the value at path p in obj and whether it is there.

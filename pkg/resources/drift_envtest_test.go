@@ -312,3 +312,76 @@ func dumpManagedFields(live *unstructured.Unstructured) string {
 	}
 	return b.String()
 }
+
+// TestRemovedFields_AgainstAPIServer checks RemovedFields against the field sets the real API
+// server writes: nothing is reported for objects as kdag applied them (server defaults, a
+// Secret's write-only stringData, quantities), and a field someone removed or replaced with a
+// plain update is reported.
+func TestRemovedFields_AgainstAPIServer(t *testing.T) {
+	secret := func(t *testing.T, ns string) *unstructured.Unstructured {
+		u, err := Desired(&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds", Labels: map[string]string{"app": "web"}},
+			StringData: map[string]string{"password": "s3cr3t"},
+		}, corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	tests := []struct {
+		name    string
+		desired func(*testing.T, string) *unstructured.Unstructured
+		edit    func(t *testing.T, desired *unstructured.Unstructured) // by someone else, after kdag's apply
+		want    []string
+	}{
+		{name: "configmap as applied", desired: desiredConfigMap},
+		{name: "deployment as applied", desired: desiredDeployment},
+		{name: "service as applied", desired: desiredService},
+		{name: "secret with stringData as applied", desired: secret},
+		{name: "foreign annotation added", desired: desiredConfigMap, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { cm.Annotations = map[string]string{"example.com/note": "x"} })
+		}},
+		{name: "label removed", desired: desiredConfigMap, want: []string{".metadata.labels.tier"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Labels, "tier") })
+		}},
+		{name: "data key removed and another changed", desired: desiredConfigMap, want: []string{".data.key", ".data.other"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Data, "other"); cm.Data["key"] = "changed" })
+		}},
+		{name: "deployment replicas changed", desired: desiredDeployment, want: []string{".spec.replicas"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &appsv1.Deployment{}, func(dep *appsv1.Deployment) { dep.Spec.Replicas = ptr.To[int32](5) })
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			desired := tt.desired(t, ns)
+			apply(t, desired, kdagManager, true)
+			if tt.edit != nil {
+				tt.edit(t, desired)
+			}
+			live := getLive(t, desired)
+			got, err := RemovedFields(live, desired, kdagManager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("RemovedFields = %q, want %q\nmanaged fields: %s", got, tt.want, dumpManagedFields(live))
+			}
+		})
+	}
+
+	t.Run("no apply entry", func(t *testing.T) {
+		ns := env.Namespace(t)
+		desired := desiredConfigMap(t, ns)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
+		if err := env.Client.Create(context.Background(), cm, client.FieldOwner(kdagManager)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := RemovedFields(nil, desired, kdagManager); err == nil {
+			t.Error("RemovedFields of a nil live object: no error")
+		}
+		if got, err := RemovedFields(getLive(t, desired), desired, kdagManager); err != nil || got != nil {
+			t.Errorf("RemovedFields without an Apply entry = %q, %v; want nil, nil", got, err)
+		}
+	})
+}
