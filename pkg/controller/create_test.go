@@ -2,13 +2,18 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -116,4 +121,70 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestEvents_OneEventPerReasonAndReconcile checks that a first deploy records one Created event
+// naming every object it created, instead of one event per object.
+func TestEvents_OneEventPerReasonAndReconcile(t *testing.T) {
+	f := newFixture(t, widgetRM{readyDeployment: true})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "v"}})
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	ev := f.waitEvent("app", corev1.EventTypeNormal, "Created")
+	for _, want := range []string{"Created 4 objects:", "ConfigMap " + f.ns + "/app-config", "Secret " + f.ns + "/app-secret",
+		"Service " + f.ns + "/app", "Deployment " + f.ns + "/app"} {
+		if !strings.Contains(ev.Note, want) {
+			t.Errorf("Created event note %q does not contain %q", ev.Note, want)
+		}
+	}
+	f.waitEvent("app", corev1.EventTypeNormal, "Ready")
+	if n := len(f.events("Created")); n != 1 {
+		t.Errorf("%d Created events, want 1 for the whole reconcile", n)
+	}
+	if ev.Series != nil {
+		t.Errorf("Created event has a series %+v: it was recorded more than once", ev.Series)
+	}
+}
+
+// noteRecorder keeps the notes of the events recorded through Eventf.
+type noteRecorder struct {
+	recorder.EventRecorder
+	notes []string
+}
+
+func (r *noteRecorder) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
+	r.notes = append(r.notes, reason+": "+fmt.Sprintf(note, args...))
+}
+
+func TestObjectsEvent_Note(t *testing.T) {
+	ids := func(n int) []NodeID {
+		out := make([]NodeID, n)
+		for i := range out {
+			out[i] = NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%02d", i)}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		ids  []NodeID
+		want []string
+	}{
+		{name: "none", ids: nil, want: nil},
+		{name: "one", ids: ids(1), want: []string{"Pruned: Deleted ConfigMap ns/cm-00: no longer part of the graph"}},
+		{name: "three", ids: ids(3), want: []string{"Pruned: Deleted 3 objects: no longer part of the graph: ConfigMap ns/cm-00, ConfigMap ns/cm-01, ConfigMap ns/cm-02"}},
+		{name: "more than named", ids: ids(12), want: []string{"Pruned: Deleted 12 objects: no longer part of the graph: " +
+			"ConfigMap ns/cm-00, ConfigMap ns/cm-01, ConfigMap ns/cm-02, ConfigMap ns/cm-03, ConfigMap ns/cm-04, " +
+			"ConfigMap ns/cm-05, ConfigMap ns/cm-06, ConfigMap ns/cm-07, ConfigMap ns/cm-08, ConfigMap ns/cm-09 and 2 more"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &noteRecorder{}
+			c := &Controller{recorder: rec}
+			c.objectsEvent(&testapi.Widget{}, "Pruned", "Deleted", ": no longer part of the graph", tt.ids)
+			if !slices.Equal(rec.notes, tt.want) {
+				t.Errorf("notes %q\nwant  %q", rec.notes, tt.want)
+			}
+		})
+	}
 }

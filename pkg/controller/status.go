@@ -241,20 +241,26 @@ func (s nodeState) api() api.NodeState {
 	return [...]api.NodeState{api.NodeReady, api.NodeWaiting, api.NodeFailed, api.NodeBlocked, api.NodeCanceled}[s]
 }
 
-// emitNodeEvents records what changed in the cluster: one event per created, updated, adopted,
-// refused or pruned object. Skipped nodes emit nothing, so an unchanged owner emits nothing.
+// emitNodeEvents records what changed in the cluster. Created, updated and pruned objects get one
+// event per reason and reconcile, naming them all (so a first deploy of ten objects costs the API
+// server one event, not ten); a repaired drift, an adoption and a held repair get one event per
+// object, as each carries its own details. Skipped nodes emit nothing, so an unchanged owner
+// emits nothing.
 func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
+	var created, updated []NodeID
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		switch n.action {
 		case ActionCreated:
-			c.event(owner, corev1.EventTypeNormal, "Created", "Created %s", n.spec.id)
+			if n.live != nil { // the write went through
+				created = append(created, n.spec.id)
+			}
 		case ActionApplied:
 			if len(n.drifted) > 0 {
 				c.event(owner, corev1.EventTypeNormal, "DriftRepaired", "Reverted changes by another writer to %s: %s",
 					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
-			} else {
-				c.event(owner, corev1.EventTypeNormal, "Updated", "Updated %s", n.spec.id)
+			} else if n.live != nil {
+				updated = append(updated, n.spec.id)
 			}
 		case ActionAdopted:
 			c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
@@ -266,9 +272,33 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 			}
 		}
 	}
-	for _, id := range r.prune.pruned {
-		c.event(owner, corev1.EventTypeNormal, "Pruned", "Deleted %s: no longer part of the graph", id)
+	c.objectsEvent(owner, "Created", "Created", "", created)
+	c.objectsEvent(owner, "Updated", "Updated", "", updated)
+	c.objectsEvent(owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
+}
+
+// maxEventObjects bounds the objects an event's note names; the rest are counted.
+const maxEventObjects = 10
+
+// objectsEvent records one Normal event with reason for ids, if any: "<verb> <id><suffix>" for
+// one object, "<verb> <n> objects<suffix>: <id>, <id>, … and <k> more" for several.
+func (c *Controller) objectsEvent(owner client.Object, reason, verb, suffix string, ids []NodeID) {
+	switch len(ids) {
+	case 0:
+		return
+	case 1:
+		c.event(owner, corev1.EventTypeNormal, reason, "%s %s%s", verb, ids[0], suffix)
+		return
 	}
+	names := make([]string, 0, min(len(ids), maxEventObjects))
+	for _, id := range ids[:min(len(ids), maxEventObjects)] {
+		names = append(names, id.String())
+	}
+	list := strings.Join(names, ", ")
+	if more := len(ids) - len(names); more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	c.event(owner, corev1.EventTypeNormal, reason, "%s %d objects%s: %s", verb, len(ids), suffix, truncate(list, 768))
 }
 
 // emitConditionEvents records transitions of Ready and Stalled.
