@@ -12,7 +12,8 @@ import (
 )
 
 // BenchmarkRun builds and runs a graph per iteration, with kdag and with the
-// baseline engine. Compare with: benchstat -col /engine.
+// baseline engine; for the sleeping nodes also with floor, which is no engine
+// (see floorRun). Compare with: benchstat -col /engine.
 func BenchmarkRun(b *testing.B) {
 	ctx := context.Background()
 	sleep := func(context.Context) error { time.Sleep(time.Millisecond); return nil }
@@ -33,7 +34,7 @@ func BenchmarkRun(b *testing.B) {
 			if p > 0 {
 				parallel = fmt.Sprint(p)
 			}
-			for _, engine := range []string{"kdag", "baseline"} {
+			for _, engine := range []string{"kdag", "baseline", "floor"} {
 				b.Run(fmt.Sprintf("shape=layered-sleep1ms/n=%d/parallel=%s/engine=%s", n, parallel, engine), func(b *testing.B) {
 					benchRun(b, ctx, engine, edges, sleep, p)
 				})
@@ -79,6 +80,10 @@ func benchRun(b *testing.B, ctx context.Context, engine string, edges [][]int, f
 				b.Fatal(err)
 			}
 		}
+	case "floor":
+		for b.Loop() {
+			floorRun(ctx, n, fn, maxParallel)
+		}
 	case "baseline":
 		for b.Loop() {
 			g := newBaseline(n)
@@ -93,6 +98,29 @@ func benchRun(b *testing.B, ctx context.Context, engine string, edges [][]int, f
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+}
+
+// floorRun is not an engine but the lower bound of any engine on the layered
+// shape: it calls fn n times on as many goroutines as could run nodes at once
+// (one per column of the 10 layers, or maxParallel if set and smaller), each
+// calling fn back to back for its share of the nodes, ignoring the
+// dependencies and without any coordination but a final wait. Unbounded, each
+// goroutine makes the 10 calls of the critical path; with maxParallel, each
+// makes n/maxParallel calls.
+func floorRun(ctx context.Context, n int, fn graph.Func, maxParallel int) {
+	workers := n / 10
+	if maxParallel > 0 && maxParallel < workers {
+		workers = maxParallel
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				_ = fn(ctx)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // baseline is the design kdag replaces (as in Harbor Operator): one goroutine

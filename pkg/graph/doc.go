@@ -10,9 +10,11 @@
 //     already in the graph, so a Graph is acyclic by construction. IDs,
 //     Blockers and Dependents expose the structure read-only.
 //   - Graph.Run runs the graph and returns a Result: start and end of the run
-//     and a NodeResult per node (Outcome, Err, BlockedBy, Wait, Start, End),
+//     and a NodeResult per node (Outcome, Err, BlockedBy, Wait, Start, End;
+//     times are offsets from the run's start, Result.At makes them absolute),
 //     in insertion order and by ID, for status, tracing and metrics.
-//   - Outcome is one of Succeeded, Failed, Blocked or Canceled.
+//   - Outcome is one of Succeeded, Failed, Blocked or Canceled; its String
+//     (and text encoding) is the lower-case word, e.g. "succeeded".
 //   - BuildError, NodeError and PanicError carry node IDs and match the
 //     sentinels ErrDuplicateID, ErrUnknownBlocker, ErrNilFunc and ErrPanic
 //     with errors.Is.

@@ -83,6 +83,11 @@ func (g *Graph[ID]) AddNode(id ID, fn Func, blockers ...ID) error {
 		return &BuildError[ID]{Node: id, Err: ErrNilFunc}
 	}
 	start := len(g.blockers)
+	if start+len(blockers) > cap(g.blockers) {
+		// Double: append grows large slices by a quarter, copying the
+		// edges over and over in a big graph.
+		g.blockers = slices.Grow(g.blockers, max(len(blockers), cap(g.blockers)))
+	}
 	for _, b := range blockers {
 		bi, ok := g.index[b]
 		if !ok || bi == i {

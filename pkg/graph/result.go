@@ -1,28 +1,71 @@
 package graph
 
-import "time"
+import (
+	"strconv"
+	"time"
 
-// Outcome is what happened to a node during a run. The values are lower-case
-// words meant for logs, status conditions, span attributes and metric labels.
-type Outcome string
+	"github.com/pkg/errors"
+)
+
+// Outcome is what happened to a node during a run. Its String is a
+// lower-case word ("succeeded", "failed", "blocked", "canceled") meant for
+// logs, status conditions, span attributes and metric labels; text encodings
+// (JSON, YAML, slog) use the same word. The zero value, which no node of a
+// finished run has, is the empty word.
+type Outcome uint8
 
 const (
 	// Succeeded means the node's function ran and returned nil.
-	Succeeded Outcome = "succeeded"
+	Succeeded Outcome = iota + 1
 	// Failed means the node's function ran and returned an error, panicked or
 	// called runtime.Goexit.
-	Failed Outcome = "failed"
+	Failed
 	// Blocked means the node did not run because an ancestor failed.
-	Blocked Outcome = "blocked"
+	Blocked
 	// Canceled means the node did not run because the run's context was done
 	// first.
-	Canceled Outcome = "canceled"
+	Canceled
 )
+
+// outcomeNames holds the word of each outcome, at its value.
+var outcomeNames = [...]string{Succeeded: "succeeded", Failed: "failed", Blocked: "blocked", Canceled: "canceled"}
 
 // Outcomes lists every outcome, in a fixed order.
 func Outcomes() []Outcome { return []Outcome{Succeeded, Failed, Blocked, Canceled} }
 
-// NodeResult is the record of one node in a run.
+// String returns the outcome's lower-case word, e.g. "succeeded"; "" for the
+// zero value, "Outcome(<n>)" for a value that is no outcome.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// MarshalText returns the outcome's word, as String does. It fails for a
+// value that is no outcome (other than the zero value).
+func (o Outcome) MarshalText() ([]byte, error) {
+	if int(o) >= len(outcomeNames) {
+		return nil, errors.Errorf("graph: invalid outcome %d", uint8(o))
+	}
+	return []byte(outcomeNames[o]), nil
+}
+
+// UnmarshalText sets the outcome from its word, as returned by String. It
+// fails for any other text.
+func (o *Outcome) UnmarshalText(text []byte) error {
+	for v, name := range outcomeNames {
+		if name == string(text) {
+			*o = Outcome(v)
+			return nil
+		}
+	}
+	return errors.Errorf("graph: unknown outcome %q", text)
+}
+
+// NodeResult is the record of one node in a run. Its times are offsets from
+// the run's start (Result.Start), as read on the monotonic clock; Result.At
+// turns one into a time.Time.
 type NodeResult[ID comparable] struct {
 	// ID is the node's ID.
 	ID ID
@@ -40,26 +83,33 @@ type NodeResult[ID comparable] struct {
 	// (its last blocker succeeded); zero for nodes without blockers and for
 	// nodes that never became runnable.
 	Wait time.Duration
-	// Start and End bound the call of the node's function; both are zero
-	// unless Outcome is Succeeded or Failed.
-	Start, End time.Time
+	// Start and End bound the call of the node's function, as offsets from
+	// the run's start: Wait <= Start <= End. Both are zero unless the node
+	// Ran.
+	Start, End time.Duration
 }
 
-// Duration returns End - Start: how long the node's function ran.
-func (r NodeResult[ID]) Duration() time.Duration { return r.End.Sub(r.Start) }
+// Duration returns End - Start: how long the node's function ran; zero unless
+// the node Ran.
+func (r NodeResult[ID]) Duration() time.Duration { return r.End - r.Start }
 
 // Ran reports whether the node's function was called (Succeeded or Failed).
 func (r NodeResult[ID]) Ran() bool { return r.Outcome == Succeeded || r.Outcome == Failed }
 
 // Result is the record of one run of a graph.
 type Result[ID comparable] struct {
-	// Start and End bound the whole run.
+	// Start and End bound the whole run. Start carries a monotonic clock
+	// reading, as time.Now does.
 	Start, End time.Time
 	// Nodes holds one record per node, in the graph's insertion order.
 	Nodes []NodeResult[ID]
 
 	index map[ID]int32 // the graph's; read-only
 }
+
+// At returns the time at the given offset from the run's start, such as a
+// node's Start or End: Start.Add(offset).
+func (r *Result[ID]) At(offset time.Duration) time.Time { return r.Start.Add(offset) }
 
 // Node returns the record of node id, and false if id was not part of the
 // run. It looks id up in the graph's index, so it must not be called
