@@ -204,7 +204,7 @@ func (s *run[ID]) worker(i int32) {
 		for i >= 0 {
 			var outcome Outcome
 			var err error
-			outcome, err, seen = s.exec(i, last, seen)
+			outcome, seen, err = s.exec(i, last, seen)
 			last = s.nodes[i].End
 			i, seen = s.complete(i, outcome, err, seen, false)
 		}
@@ -221,9 +221,9 @@ func (s *run[ID]) worker(i int32) {
 // of node i (unless i became runnable later), which saves a clock read at the
 // cost of counting the bookkeeping in between, well under a microsecond, as
 // part of node i.
-func (s *run[ID]) exec(i int32, last time.Duration, seen int64) (Outcome, error, int64) {
+func (s *run[ID]) exec(i int32, last time.Duration, seen int64) (Outcome, int64, error) {
 	if s.canceled() {
-		return Canceled, nil, s.leave(seen)
+		return Canceled, s.leave(seen), nil
 	}
 	r := &s.nodes[i]
 	switch {
@@ -238,9 +238,9 @@ func (s *run[ID]) exec(i int32, last time.Duration, seen int64) (Outcome, error,
 	r.End = s.now()
 	busy := s.leave(seen)
 	if err != nil {
-		return Failed, err, busy
+		return Failed, busy, err
 	}
-	return Succeeded, nil, busy
+	return Succeeded, busy, nil
 }
 
 // leave is called by a worker whose node returned (or was canceled). Unless
