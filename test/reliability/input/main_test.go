@@ -183,25 +183,32 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	return op
 }
 
-// writeCounter counts the operator's writes (every request but GET, LIST and WATCH), by path.
+// writeCounter counts the operator's writes (every request but GET, LIST and WATCH), by path. A
+// write the API server refused with 409 Conflict changed nothing: kdag's conditional create of
+// an object that exists (its precondition failed) is counted as refused, not as a write.
 type writeCounter struct {
 	mu     sync.Mutex
 	byPath map[string]int
 }
 
-func (c *writeCounter) record(req *http.Request) {
+func (c *writeCounter) record(req *http.Request, resp *http.Response) {
 	if req.Method == http.MethodGet {
 		return
+	}
+	method := req.Method
+	if resp != nil && resp.StatusCode == http.StatusConflict {
+		method = "refused " + method
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byPath == nil {
 		c.byPath = map[string]int{}
 	}
-	c.byPath[req.Method+" "+req.URL.Path]++
+	c.byPath[method+" "+req.URL.Path]++
 }
 
-// count returns how many writes with method went to path so far.
+// count returns how many writes with method went to path so far; method "refused PATCH" counts
+// the PATCHes the server refused with 409 Conflict.
 func (c *writeCounter) count(method, path string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -214,8 +221,9 @@ type countingTransport struct {
 }
 
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.counter.record(req)
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	t.counter.record(req, resp)
+	return resp, err
 }
 
 // namespace creates a namespace for the test and deletes it when the test ends.
