@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -382,13 +383,18 @@ func createOrUpdate(ctx context.Context, obj *unstructured.Unstructured) error {
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		return err
-	}
-	obj.SetResourceVersion(live.GetResourceVersion())
-	return cl.Update(ctx, obj)
+	// The operator writes the object's status meanwhile, which changes its resourceVersion: retry
+	// a conflict, so that the answer is the admission's.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			return err
+		}
+		update := obj.DeepCopy()
+		update.SetResourceVersion(live.GetResourceVersion())
+		return cl.Update(ctx, update)
+	})
 }
 
 // invalidSamples turns every file of config/samples/invalid into an admission case (see the
