@@ -153,18 +153,7 @@ func convergeRawSSA(ctx context.Context, f *fixture, name string, width, depth i
 			return first
 		}
 	}
-	status := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget",
-		"metadata": map[string]any{"namespace": w.Namespace, "name": w.Name},
-		"status": map[string]any{
-			"observedGeneration": w.Generation,
-			"conditions": []any{map[string]any{
-				"type": api.ConditionReady, "status": "True", "reason": ReasonReady, "message": "written by the raw writer",
-				"observedGeneration": w.Generation, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-			}},
-		},
-	}}
-	return cl.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner("rawssa"), client.ForceOwnership)
+	return rawReadyStatus(ctx, cl, w)
 }
 
 // rttSampler measures single server-side apply round trips: each sample creates a new

@@ -682,6 +682,12 @@ func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children
 			return err
 		}
 	}
+	return rawReadyStatus(ctx, cl, w)
+}
+
+// rawReadyStatus is the raw writers' last write for an owner: a server-side apply of its status
+// with observedGeneration and a Ready condition, as field manager "rawssa".
+func rawReadyStatus(ctx context.Context, cl client.Client, w *testapi.Widget) error {
 	status := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget",
 		"metadata": map[string]any{"namespace": w.Namespace, "name": w.Name},
