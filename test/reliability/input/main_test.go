@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -48,6 +47,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/tracing"
+	"github.com/kdag-dev/kdag/test/internal/poll"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
@@ -265,21 +265,10 @@ func logWarnings(t *testing.T, ns string) {
 	}
 }
 
-// eventually polls cond until it returns "" (done) or timeout passes; then it fails the test
-// with what and cond's last answer.
+// eventually polls cond every 200 ms until it returns "" (see poll.Until).
 func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
 	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		answer := cond(ctx)
-		if ctx.Err() == nil {
-			last = answer
-		}
-		return answer == "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %s", what, timeout, last)
-	}
+	poll.Until(t, what, 200*time.Millisecond, timeout, cond)
 }
 
 // oneLine shortens s to one line of at most 300 characters, for failure messages.

@@ -65,6 +65,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+	"github.com/kdag-dev/kdag/test/internal/poll"
 )
 
 // controllerName is the name of the Controller in every manager: a restarted or standby
@@ -374,21 +375,10 @@ func waitAllReady(t *testing.T, ns string, want int, timeout time.Duration) time
 	return time.Since(start)
 }
 
-// eventually polls cond until it returns "" or timeout passes; then it fails the test with
-// what and cond's last answer.
+// eventually polls cond every 100 ms until it returns "" (see poll.Until).
 func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
 	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		answer := cond(ctx)
-		if ctx.Err() == nil {
-			last = answer
-		}
-		return answer == "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %s", what, timeout, last)
-	}
+	poll.Until(t, what, 100*time.Millisecond, timeout, cond)
 }
 
 // recorder watches the objects of one list type in a namespace from the test's own client (no

@@ -1,0 +1,61 @@
+package poll
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fatalRecorder records Fatalf instead of stopping the test.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (r *fatalRecorder) Helper() {}
+
+func (r *fatalRecorder) Context() context.Context { return context.Background() }
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.msg = format
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			r.msg += " " + s
+		}
+	}
+}
+
+func TestUntil(t *testing.T) {
+	tests := []struct {
+		name     string
+		doneAt   int // the call that first answers ""; 0: never
+		wantFail bool
+	}{
+		{name: "done at once", doneAt: 1},
+		{name: "done on the third call", doneAt: 3},
+		{name: "never done", wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fatalRecorder{TB: t}
+			calls := 0
+			Until(r, "the thing", time.Millisecond, 50*time.Millisecond, func(context.Context) string {
+				calls++
+				if tt.doneAt > 0 && calls >= tt.doneAt {
+					return ""
+				}
+				return "still waiting for x"
+			})
+			if failed := r.msg != ""; failed != tt.wantFail {
+				t.Fatalf("failed = %v (%q), want %v", failed, r.msg, tt.wantFail)
+			}
+			if tt.wantFail && (!strings.Contains(r.msg, "the thing") || !strings.Contains(r.msg, "still waiting for x")) {
+				t.Errorf("failure %q does not name what and the last answer", r.msg)
+			}
+			if !tt.wantFail && calls != tt.doneAt {
+				t.Errorf("cond called %d times, want %d", calls, tt.doneAt)
+			}
+		})
+	}
+}
