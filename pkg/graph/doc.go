@@ -35,15 +35,20 @@
 //
 //   - A node runs at most once, and only after all its blockers succeeded.
 //     It becomes runnable the moment its last blocker succeeds; nothing
-//     polls. Runnable nodes are taken first in, first out: in the order they
-//     became runnable, and in insertion order when they became runnable
-//     together.
+//     polls.
 //   - MaxParallel bounds the nodes running at once; a node waiting for its
 //     blockers holds no slot. Unbounded, every runnable node runs at once.
-//   - Nodes run on a pool of worker goroutines that grows while nodes block
-//     and stays small while they return quickly; a worker goes straight on
-//     to a node its own node made runnable. Building and running allocate a few
-//     slices per graph, not per node, plus one closure per worker started.
+//   - Nodes run on worker goroutines, at most MaxParallel, which multiply
+//     while nodes block and stay about one per processor while nodes return
+//     quickly. A worker goes straight on to the first node (in insertion
+//     order) that its own node made runnable; the others wait in queues,
+//     first in, first out, one queue per processor (GOMAXPROCS, at most
+//     MaxParallel). A worker whose queue is empty takes half of another's.
+//     So a chain runs on one goroutine, and with MaxParallel 1 the nodes run
+//     depth first: a node's first dependent runs before the nodes queued
+//     earlier.
+//   - Building and running allocate a few slices per graph, not per node,
+//     plus a small struct, a channel and a goroutine per worker started.
 //   - A failed node (error, panic or runtime.Goexit) blocks its descendants,
 //     which are reported Blocked with the ID of the failed ancestor; all
 //     other nodes still run. Run returns every failure, joined.

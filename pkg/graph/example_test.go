@@ -28,7 +28,8 @@ func Example() {
 		}
 	}
 
-	// One node at a time: runnable nodes start in insertion order.
+	// One node at a time: a node's first dependent runs right after it, the
+	// other runnable nodes in the order they became runnable.
 	res, err := g.Run(context.Background(), graph.RunOptions{MaxParallel: 1})
 	fmt.Println("error:", err)
 	for _, n := range res.Nodes {

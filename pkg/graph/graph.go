@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"slices"
-	"sync"
 )
 
 // Func is the work of one node. It gets the context passed to Run and returns
@@ -28,34 +27,36 @@ type Options struct {
 type Graph[ID comparable] struct {
 	ids   []ID
 	funcs []Func
-	index map[ID]int32
+	index index[ID]
 	// The blockers of node i are blockers[blockerStart[i]:blockerStart[i+1]].
 	blockerStart []int32
 	blockers     []int32
-
-	mu   sync.Mutex
-	deps *adjacency // dependents; rebuilt when the node count changed
+	// The dependents of node i, latest first: the edges e = firstDep[i],
+	// dep[e].next, ... until -1, each from node dep[e].node. The edge
+	// blockers[e] is the same as dep[e], seen from the other end.
+	firstDep []int32
+	dep      []depEdge
+	sizeHint int // Options.SizeHint
 }
 
-// adjacency is a compressed adjacency list: the neighbours of node i are
-// nodes[start[i]:start[i+1]].
-type adjacency struct {
-	start []int32
-	nodes []int32
-}
-
-func (a *adjacency) of(i int32) []int32 { return a.nodes[a.start[i]:a.start[i+1]] }
+// depEdge is one blocker edge seen from the blocker: the node it blocks and
+// the blocker's next (earlier) edge, or -1.
+type depEdge struct{ node, next int32 }
 
 // New returns an empty graph.
 func New[ID comparable](opts Options) *Graph[ID] {
 	n := max(opts.SizeHint, 0)
-	return &Graph[ID]{
+	g := &Graph[ID]{
 		ids:          make([]ID, 0, n),
 		funcs:        make([]Func, 0, n),
-		index:        make(map[ID]int32, n),
 		blockerStart: make([]int32, 1, n+1),
 		blockers:     make([]int32, 0, n),
+		firstDep:     make([]int32, 0, n),
+		dep:          make([]depEdge, 0, n),
 	}
+	g.index.init(n)
+	g.sizeHint = n
+	return g
 }
 
 // AddNode adds node id with work function fn, blocked by the given nodes,
@@ -66,32 +67,27 @@ func New[ID comparable](opts Options) *Graph[ID] {
 // unknown blocker) if a blocker is not in the graph, checked in that order.
 // On error the graph is unchanged.
 func (g *Graph[ID]) AddNode(id ID, fn Func, blockers ...ID) error {
-	if g.index == nil {
-		g.index = make(map[ID]int32)
+	if g.index.slots == nil {
+		g.index.init(0)
 		g.blockerStart = []int32{0}
 	}
-	// Insert first and detect a duplicate by the unchanged map size: one map
-	// operation instead of a lookup and an insert.
-	i, size := int32(len(g.ids)), len(g.index)
-	g.index[id] = i
-	if len(g.index) == size {
-		g.index[id] = int32(slices.Index(g.ids, id))
+	i := int32(len(g.ids))
+	j, slot := g.index.find(g.ids, id)
+	if j >= 0 {
 		return &BuildError[ID]{Node: id, Err: ErrDuplicateID}
 	}
 	if fn == nil {
-		delete(g.index, id)
 		return &BuildError[ID]{Node: id, Err: ErrNilFunc}
 	}
 	start := len(g.blockers)
 	if start+len(blockers) > cap(g.blockers) {
-		// Double: append grows large slices by a quarter, copying the
-		// edges over and over in a big graph.
-		g.blockers = slices.Grow(g.blockers, max(len(blockers), cap(g.blockers)))
+		g.growEdges(len(blockers))
 	}
+	last := int32(-1) // the blocker before
 	for _, b := range blockers {
-		bi, ok := g.index[b]
-		if !ok || bi == i {
-			delete(g.index, id)
+		bi, ok := g.lookup(b, last)
+		last = bi
+		if !ok {
 			g.blockers = g.blockers[:start]
 			return &BuildError[ID]{Node: id, Blocker: b, Err: ErrUnknownBlocker}
 		}
@@ -99,10 +95,55 @@ func (g *Graph[ID]) AddNode(id ID, fn Func, blockers ...ID) error {
 			g.blockers = append(g.blockers, bi)
 		}
 	}
+	for e := start; e < len(g.blockers); e++ {
+		b := g.blockers[e]
+		g.dep = append(g.dep, depEdge{node: i, next: g.firstDep[b]})
+		g.firstDep[b] = int32(e)
+	}
 	g.ids = append(g.ids, id)
+	g.index.insert(g.ids, slot, i)
 	g.funcs = append(g.funcs, fn)
 	g.blockerStart = append(g.blockerStart, int32(len(g.blockers)))
+	g.firstDep = append(g.firstDep, -1)
 	return nil
+}
+
+// growEdges makes room for k more edges. Until the graph has SizeHint nodes
+// it sizes the edge slices for SizeHint nodes with one and a half times as
+// many edges per node as so far, else it doubles them: append would grow
+// large slices by a quarter, copying the edges over and over.
+func (g *Graph[ID]) growEdges(k int) {
+	n, edges := len(g.ids), len(g.blockers)
+	want := max(edges+k, 2*cap(g.blockers))
+	if n > 0 && g.sizeHint > n {
+		want = max(edges+k, (edges+k)*g.sizeHint/n*3/2)
+	}
+	g.blockers = slices.Grow(g.blockers, want-edges)
+	g.dep = slices.Grow(g.dep, want-len(g.dep))
+}
+
+// lookup returns the index of blocker id of a new node; after is the index
+// of the blocker given before it, or -1. Blockers are often given in the order
+// they were added, a node is often blocked by the node added just before it
+// (a chain), and consecutive nodes often share blockers (the objects of one
+// namespace), so lookup compares id with those nodes before it hashes:
+// comparing is cheaper.
+func (g *Graph[ID]) lookup(id ID, after int32) (int32, bool) {
+	if n := int32(len(g.ids)); n > 0 {
+		if after >= 0 && after+1 < n && g.ids[after+1] == id {
+			return after + 1, true
+		}
+		if g.ids[n-1] == id {
+			return n - 1, true
+		}
+		prev := g.blockersOf(n - 1)
+		for _, b := range prev[:min(len(prev), 4)] {
+			if g.ids[b] == id {
+				return b, true
+			}
+		}
+	}
+	return g.index.lookup(g.ids, id)
 }
 
 // Len returns the number of nodes.
@@ -110,7 +151,7 @@ func (g *Graph[ID]) Len() int { return len(g.ids) }
 
 // Has reports whether id is a node of the graph.
 func (g *Graph[ID]) Has(id ID) bool {
-	_, ok := g.index[id]
+	_, ok := g.index.lookup(g.ids, id)
 	return ok
 }
 
@@ -121,7 +162,7 @@ func (g *Graph[ID]) IDs() []ID { return slices.Clone(g.ids) }
 // Blockers returns the blockers of id in the order given to AddNode, or nil if
 // id is not in the graph.
 func (g *Graph[ID]) Blockers(id ID) []ID {
-	i, ok := g.index[id]
+	i, ok := g.index.lookup(g.ids, id)
 	if !ok {
 		return nil
 	}
@@ -131,11 +172,19 @@ func (g *Graph[ID]) Blockers(id ID) []ID {
 // Dependents returns the nodes blocked by id, in insertion order, or nil if id
 // is not in the graph.
 func (g *Graph[ID]) Dependents(id ID) []ID {
-	i, ok := g.index[id]
+	i, ok := g.index.lookup(g.ids, id)
 	if !ok {
 		return nil
 	}
-	return g.idsOf(g.dependents().of(i))
+	var ids []ID
+	for e := g.firstDep[i]; e >= 0; e = g.dep[e].next {
+		ids = append(ids, g.ids[g.dep[e].node])
+	}
+	slices.Reverse(ids)
+	if ids == nil {
+		ids = []ID{}
+	}
+	return ids
 }
 
 func (g *Graph[ID]) blockersOf(i int32) []int32 {
@@ -148,35 +197,4 @@ func (g *Graph[ID]) idsOf(nodes []int32) []ID {
 		ids[k] = g.ids[i]
 	}
 	return ids
-}
-
-// dependents returns the dependents of every node, each list in insertion
-// order. It is computed on first use and cached until nodes are added.
-func (g *Graph[ID]) dependents() *adjacency {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := len(g.ids)
-	if g.deps != nil && len(g.deps.start) == n+1 {
-		return g.deps
-	}
-	start := make([]int32, n+1)
-	for _, b := range g.blockers {
-		start[b+1]++
-	}
-	for i := 1; i <= n; i++ {
-		start[i] += start[i-1]
-	}
-	// Fill using start[b] as the write cursor of b; afterwards start[b] holds
-	// the end of b's list, which is the beginning of b+1's: shift by one.
-	nodes := make([]int32, len(g.blockers))
-	for i := range int32(n) {
-		for _, b := range g.blockersOf(i) {
-			nodes[start[b]] = i
-			start[b]++
-		}
-	}
-	copy(start[1:], start[:n])
-	start[0] = 0
-	g.deps = &adjacency{start: start, nodes: nodes}
-	return g.deps
 }

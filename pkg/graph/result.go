@@ -104,7 +104,7 @@ type Result[ID comparable] struct {
 	// Nodes holds one record per node, in the graph's insertion order.
 	Nodes []NodeResult[ID]
 
-	index map[ID]int32 // the graph's; read-only
+	g *Graph[ID] // for Node
 }
 
 // At returns the time at the given offset from the run's start, such as a
@@ -115,7 +115,10 @@ func (r *Result[ID]) At(offset time.Duration) time.Time { return r.Start.Add(off
 // run. It looks id up in the graph's index, so it must not be called
 // concurrently with AddNode on the graph.
 func (r *Result[ID]) Node(id ID) (NodeResult[ID], bool) {
-	i, ok := r.index[id]
+	if r.g == nil {
+		return NodeResult[ID]{}, false
+	}
+	i, ok := r.g.index.lookup(r.g.ids, id)
 	if !ok || int(i) >= len(r.Nodes) {
 		return NodeResult[ID]{}, false
 	}

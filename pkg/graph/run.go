@@ -5,6 +5,7 @@ import (
 	stderrors "errors"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,17 +37,17 @@ type RunOptions struct {
 // canceled, the context's cause (errors.Is(err, context.Canceled) works).
 func (g *Graph[ID]) Run(ctx context.Context, opts RunOptions) (*Result[ID], error) {
 	n := len(g.ids)
-	res := &Result[ID]{Nodes: make([]NodeResult[ID], n), index: g.index}
+	res := &Result[ID]{Nodes: make([]NodeResult[ID], n), g: g}
 	res.Start = time.Now()
 	if n == 0 {
 		res.End = res.Start
 		return res, nil
 	}
 	s := newRun(ctx, g, opts, res)
-	s.begin()
+	s.wake()
 	s.wg.Wait()
 	res.End = time.Now()
-	if int(s.succeeded) == n {
+	if int(s.succeeded.Load()) == n {
 		return res, nil
 	}
 	return res, runError(ctx, res.Nodes)
@@ -54,91 +55,104 @@ func (g *Graph[ID]) Run(ctx context.Context, opts RunOptions) (*Result[ID], erro
 
 // run is the state of one Run.
 //
-// Workers run nodes. A worker that finishes a node counts down the pending
-// blockers of the node's dependents, queues those that became runnable, then
-// takes the oldest queued node and runs it itself: a chain runs on one
-// goroutine, without handoffs. As the node it takes may block, it does not
-// leave other queued nodes waiting on it: it hands them to parked or new
-// workers, one per node that is inside its function (and may be blocked too),
-// at least one unless another worker is coming to take more (spread). A
-// worker whose node was quick parks instead when enough others are around
-// (crowded). A worker with nothing to take parks until it is handed a node or
-// the run is over. So workers multiply while nodes block, up to one per
-// running node, and stay about one per processor while nodes are quick.
+// Runnable nodes wait in queues, one per processor (GOMAXPROCS, at most
+// MaxParallel), and worker goroutines run them, at most MaxParallel workers.
+// Each worker has a home queue. When its node returns, a worker counts down
+// the pending blockers of the node's dependents (atomically: no lock) and
+// puts those that became runnable in its home queue, except one, which it
+// runs next if its queue is empty: a chain runs on one goroutine, without
+// handoffs. Otherwise it takes the oldest node of its home queue, and if that
+// is empty it searches the other queues and moves half of the first
+// non-empty one to its own. While quick nodes are run by as many workers as
+// there are processors, each worker only touches its own queue and the
+// dependents' counters: no cache line moves between processors for every
+// node.
 //
-// The shared state is what mu guards, plus a node's Start and End, which only
-// the worker running the node writes, before it finishes the node. Finishing
-// a node and taking the next one are one critical section. busy, an atomic
-// counter, tells the workers who is around (see its fields); a worker updates
-// it when its node returns ("coming") and, last thing in a critical section,
-// when it is done with the shared state. Per node, the hot path then costs one
-// clock read (a worker's next node starts when its previous one ended), those
-// two atomic additions and one lock of mu, unless the worker is alone: busy
-// shows no node inside its function but the worker's own (any other could
-// return any time) and no other worker coming. Then no other goroutine
-// touches the shared state or looks at busy until this worker hands a node
-// out, so it skips mu and leaves busy as it is, as on a chain: the hot path is
-// the clock read and an atomic load. That is safe because seeing busy show a
-// worker alone synchronizes with the last change each other worker made to
-// busy, which came after its last write to the shared state (the operations
-// of sync/atomic are sequentially consistent).
+// As any node may block, a worker never lets runnable nodes wait on it: it
+// makes sure, before it calls a node function while its queue holds nodes,
+// that a worker is searching, waking a parked one or starting one (within
+// MaxParallel) if none is. A searching worker that finds nodes and was the
+// last one searching does the same if nodes are still queued, and one that
+// finds none parks, after looking once more if it was the last. So a queued
+// node always has a worker on its way, without polling. A searching worker
+// that is started while every processor is busy only runs when a worker
+// blocks (or the Go scheduler preempts one), which is exactly when it is
+// needed: workers multiply while nodes block and stay about one per processor
+// while they return quickly.
+//
+// The scheme is that of the Go scheduler's run queues and spinning threads,
+// with blocking node functions in the place of system calls.
 type run[ID comparable] struct {
-	// Set up before the first worker starts, then read-only (the contents
-	// of nodes, pending and queue are not).
-	ctx   context.Context
-	done  <-chan struct{}
-	g     *Graph[ID]
-	deps  *adjacency
-	start time.Time
-	limit int32
-	procs int32 // GOMAXPROCS
-	nodes []NodeResult[ID]
+	// Set up before the first worker starts, then read-only (not the
+	// contents of nodes, pending and queues).
+	ctx    context.Context
+	done   <-chan struct{}
+	g      *Graph[ID]
+	start  time.Time
+	limit  int32
+	nodes  []NodeResult[ID]
+	queues []queue
 	// pending[i] is the number of unfinished blockers of node i, plus
-	// notOK once one of them did not succeed. Guarded by mu.
-	pending []int32
-	// queue[head:tail] holds the runnable nodes waiting for a worker, FIFO;
-	// each node is queued at most once. Guarded by mu.
-	queue []int32
-	stack []int32 // scratch for finish; guarded by mu
-	wg    sync.WaitGroup
-	// wake hands nodes to parked workers; closed when every node is
-	// finished. A node is sent only for a worker counted in idle, which is
-	// waiting on wake or about to, so a send waits at most for that worker
-	// to get there; the buffer makes that rare without costing O(nodes).
-	wake chan int32
+	// notOK once one of them did not succeed.
+	pending []atomic.Int32
+	wg      sync.WaitGroup
+	// finished is closed when every node is finished (left is 0).
+	finished chan struct{}
 
-	// What workers write for every node sits on a cache line of its own
-	// (64 bytes on common processors), so that a worker's atomic additions to
-	// busy and its critical section move one line between processors, not
-	// several, and do not invalidate the read-only fields.
+	// Written only when workers start, park, wake or run out of work, on
+	// cache lines apart from the read-only fields and from each other.
 	_ [64]byte
-	// busy counts, in its low 32 bits, the nodes workers took for
-	// themselves and whose function has not returned (or is about to be
-	// called), and, in its high 32 bits, the workers coming to take mu: their
-	// node returned and they have not finished it yet, or they were handed a
-	// node and have not taken it over yet.
-	busy atomic.Int64
-	mu   sync.Mutex
-	// Guarded by mu (see run for the worker alone):
-	head, tail int32
-	active     int32 // nodes taken by a worker and not finished
-	handoffs   int32 // nodes handed to a worker that has not taken mu since
-	idle       int32 // parked workers not yet handed a node
-	left       int32 // nodes not finished
-	succeeded  int32 // nodes finished as Succeeded
-	_          [64 - 8 - 8 - 7*4]byte
+	// searching counts the workers looking for a queued node: started or
+	// woken and not yet running one, or having found their queue empty.
+	searching atomic.Int32
+	_         [60]byte
+	// left counts the nodes whose finish no worker has reported yet: workers
+	// report theirs in bulk when they run out of work.
+	left atomic.Int32
+	// succeeded counts the Succeeded nodes of workers that exited.
+	succeeded atomic.Int32
+	_         [56]byte
+	mu        sync.Mutex // guards idle, workers and started
+	idle      []*worker[ID]
+	workers   int32 // live workers
+	started   int32 // workers started, for their home queues
+}
+
+// queue is a FIFO of runnable nodes, the home of some workers.
+type queue struct {
+	mu    sync.Mutex
+	nodes []int32 // nodes[head:] are queued
+	head  int
+	// full tells whether nodes are queued, for looking without the lock. It
+	// is written only when that changes, so that most pushes and pops cost
+	// no atomic write but the lock's.
+	full atomic.Bool
+	_    [64 - 8 - 24 - 8 - 1]byte
+}
+
+// worker is the state of one worker goroutine, only ever touched by it.
+type worker[ID comparable] struct {
+	r    *run[ID]
+	home *queue
+	// next is the node to run next, made runnable by the previous one, or -1.
+	next int32
+	// last is the end of the node run just before, or -1: the start of the
+	// next node if it became runnable before (saving a clock read).
+	last time.Duration
+	// finished and succeeded count the nodes finished (and Succeeded) since
+	// the last report.
+	finished, succeeded int32
+	searching           bool // counted in run.searching
+	wake                chan struct{}
+	stack, found        []int32 // scratch
+	// Keeps the next worker's fields, written for every node, off this
+	// worker's cache lines.
+	_ [64]byte
 }
 
 const (
 	// notOK marks a pending count: a blocker did not succeed.
 	notOK = 1 << 30
-	// coming is the unit of the high half of busy.
-	coming = 1 << 32
-	// quickNode is the duration under which a node costs less than the
-	// scheduler's bookkeeping around it and a handoff between workers.
-	quickNode = 50 * time.Microsecond
-	// wakeBuffer is the capacity of wake.
-	wakeBuffer = 256
 )
 
 func newRun[ID comparable](ctx context.Context, g *Graph[ID], opts RunOptions, res *Result[ID]) *run[ID] {
@@ -147,120 +161,135 @@ func newRun[ID comparable](ctx context.Context, g *Graph[ID], opts RunOptions, r
 	if opts.MaxParallel > 0 && opts.MaxParallel < n {
 		limit = opts.MaxParallel
 	}
-	scratch := make([]int32, 2*n)
 	s := &run[ID]{
-		ctx:     ctx,
-		done:    ctx.Done(),
-		g:       g,
-		deps:    g.dependents(),
-		start:   res.Start,
-		limit:   int32(limit),
-		procs:   int32(runtime.GOMAXPROCS(0)),
-		nodes:   res.Nodes,
-		wake:    make(chan int32, min(limit, wakeBuffer)),
-		pending: scratch[:n:n],
-		queue:   scratch[n:],
-		left:    int32(n),
+		ctx:      ctx,
+		done:     ctx.Done(),
+		g:        g,
+		start:    res.Start,
+		limit:    int32(limit),
+		nodes:    res.Nodes,
+		queues:   make([]queue, min(runtime.GOMAXPROCS(0), limit)),
+		pending:  make([]atomic.Int32, n),
+		finished: make(chan struct{}),
 	}
+	s.left.Store(int32(n))
+	nroots := 0
 	for i := range int32(n) {
-		s.pending[i] = g.blockerStart[i+1] - g.blockerStart[i]
-		if s.pending[i] == 0 {
-			s.queue[s.tail] = i
-			s.tail++
+		p := g.blockerStart[i+1] - g.blockerStart[i]
+		if p == 0 {
+			nroots++
 		}
+		s.pending[i].Store(p)
+	}
+	roots := make([]int32, 0, nroots)
+	for i := range int32(n) {
+		if g.blockerStart[i+1] == g.blockerStart[i] {
+			roots = append(roots, i)
+		}
+	}
+	// Give each queue a contiguous share of the roots, in insertion order.
+	k := len(s.queues)
+	for q := range s.queues {
+		share := roots[q*len(roots)/k : (q+1)*len(roots)/k]
+		s.queues[q].nodes = share[:len(share):len(share)]
+		s.queues[q].full.Store(len(share) > 0)
 	}
 	return s
 }
 
-// begin hands the first runnable node to a new worker, which spreads the
-// rest.
-func (s *run[ID]) begin() {
+// wake makes a worker search: it wakes a parked one or starts one if
+// MaxParallel allows. Else every worker is running a node or on its way to
+// look at the queues itself.
+func (s *run[ID]) wake() {
 	s.mu.Lock()
-	var first []int32
-	if s.claim() >= 0 {
-		first, _ = s.handOut(s.head-1, 1)
-	}
-	last := s.left == 0 // ctx was done already: every node got canceled
-	s.mu.Unlock()
-	s.dispatch(first, 0)
-	if last {
-		close(s.wake)
-	}
-}
-
-// worker takes over node i, which it was handed, and runs it, then the nodes
-// it takes or is handed, until the run is over.
-func (s *run[ID]) worker(i int32) {
-	defer s.wg.Done()
-	for {
-		s.busy.Add(1 - coming)
-		s.mu.Lock()
-		s.handoffs--
-		extra, wakes := s.spread(s.busy.Load())
+	if k := len(s.idle); k > 0 {
+		w := s.idle[k-1]
+		s.idle = s.idle[:k-1]
+		s.searching.Add(1)
 		s.mu.Unlock()
-		s.dispatch(extra, wakes)
-		last := time.Duration(-1) // end of the node run before, -1 for none
-		seen := int64(0)          // busy as the worker left it, 1 if it was alone
-		for i >= 0 {
-			var outcome Outcome
-			var err error
-			outcome, seen, err = s.exec(i, last, seen)
-			last = s.nodes[i].End
-			i, seen = s.complete(i, outcome, err, seen, false)
+		w.wake <- struct{}{}
+		return
+	}
+	if s.workers >= s.limit {
+		s.mu.Unlock()
+		return
+	}
+	s.workers++
+	home := &s.queues[int(s.started)%len(s.queues)]
+	s.started++
+	s.searching.Add(1)
+	s.mu.Unlock()
+	w := &worker[ID]{r: s, home: home, next: -1, last: -1, searching: true, wake: make(chan struct{}, 1)}
+	s.wg.Add(1)
+	go w.loop()
+}
+
+// queued reports whether any queue holds a node.
+func (s *run[ID]) queued() bool {
+	for q := range s.queues {
+		if s.queues[q].full.Load() {
+			return true
 		}
-		var ok bool
-		if i, ok = <-s.wake; !ok {
-			return
+	}
+	return false
+}
+
+// loop runs nodes until every node is finished.
+func (w *worker[ID]) loop() {
+	defer w.r.wg.Done()
+	defer w.exit()
+	for {
+		i := w.next
+		switch {
+		case i >= 0:
+			w.next = -1
+		case !w.searching:
+			if i = w.home.pop(); i >= 0 {
+				break
+			}
+			fallthrough
+		default:
+			if i = w.find(); i < 0 {
+				return
+			}
 		}
+		w.run(i)
 	}
 }
 
-// exec calls the function of node i unless the run is canceled, then leaves
-// it; seen is passed to leave, which exec returns the result of. If the
-// worker ran another node just before, last is its end: it is also the start
-// of node i (unless i became runnable later), which saves a clock read at the
-// cost of counting the bookkeeping in between, well under a microsecond, as
-// part of node i.
-func (s *run[ID]) exec(i int32, last time.Duration, seen int64) (Outcome, int64, error) {
+// run runs node i, unless the run is canceled, and finishes it.
+func (w *worker[ID]) run(i int32) {
+	s := w.r
 	if s.canceled() {
-		return Canceled, s.leave(seen), nil
+		w.finish(i, Canceled, nil)
+		return
+	}
+	if w.home.full.Load() && s.searching.Load() == 0 {
+		s.wake() // node i may block: see run
 	}
 	r := &s.nodes[i]
 	switch {
-	case last < 0:
+	case w.last < 0:
 		r.Start = s.now()
-	case last < r.Wait:
+	case w.last < r.Wait:
 		r.Start = r.Wait
 	default:
-		r.Start = last
+		r.Start = w.last
 	}
-	err := s.call(i)
+	err := w.call(i)
 	r.End = s.now()
-	busy := s.leave(seen)
+	w.last = r.End
 	if err != nil {
-		return Failed, busy, err
+		w.finish(i, Failed, err)
+		return
 	}
-	return Succeeded, busy, nil
-}
-
-// leave is called by a worker whose node returned (or was canceled). Unless
-// busy shows the worker alone, it counts the worker as coming instead of
-// inside. It returns busy as the worker left it: 1 if the worker is alone (and
-// still counts inside). seen is the value complete returned last time: a
-// worker that was not alone then does not look whether it is now, as reading
-// busy before adding to it would cost a second transfer of its cache line
-// when other workers write it.
-func (s *run[ID]) leave(seen int64) int64 {
-	if seen == 1 && s.busy.Load() == 1 {
-		return 1
-	}
-	return s.busy.Add(coming - 1)
+	w.finish(i, Succeeded, nil)
 }
 
 // call calls the function of node i, turning a panic into a *PanicError. If
-// the function calls runtime.Goexit, call finishes the node itself and hands
-// the worker's next node on, as this worker is exiting.
-func (s *run[ID]) call(i int32) (err error) {
+// the function calls runtime.Goexit, call finishes the node as Failed before
+// the worker exits.
+func (w *worker[ID]) call(i int32) (err error) {
 	normal := false
 	defer func() {
 		if normal {
@@ -270,101 +299,120 @@ func (s *run[ID]) call(i int32) (err error) {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 			return
 		}
-		s.nodes[i].End = s.now()
-		s.complete(i, Failed, ErrGoexit, s.leave(0), true)
+		w.r.nodes[i].End = w.r.now()
+		w.finish(i, Failed, ErrGoexit)
 	}()
-	err = s.g.funcs[i](s.ctx)
+	err = w.r.g.funcs[i](w.r.ctx)
 	normal = true
 	return err
 }
 
-// complete finishes node i with its outcome, then takes the next node for the
-// calling worker, counting it inside its function, and hands out more if
-// useful. busy is what leave returned. It returns the worker's next node, or
-// -1; then the worker is counted as parked and must wait on wake. It also
-// returns busy as the worker left it, 1 if it is still alone, for leave. If
-// exiting is set, the worker is leaving (runtime.Goexit): the node it takes
-// is handed out too, and it is not counted as parked.
-func (s *run[ID]) complete(i int32, outcome Outcome, err error, busy int64, exiting bool) (int32, int64) {
-	mine := int64(coming) // what the caller counts for in busy
-	if busy == 1 {
-		mine = 1
+// find searches the queues for a node, the worker's home first, moving half
+// of another queue's nodes to its home, and returns one. If there is none, it
+// parks the worker until it is woken to search again. It returns -1 once
+// every node is finished.
+func (w *worker[ID]) find() int32 {
+	s := w.r
+	if !w.searching {
+		w.searching = true
+		s.searching.Add(1)
+		w.report()
 	}
-	alone := busy == mine
-	if !alone {
-		s.mu.Lock()
-		busy = s.busy.Load()
-	}
-	busy -= mine // without the caller
-	s.active--
-	s.finish(i, outcome, err)
-	next := int32(-1)
-	if exiting || !s.crowded(busy, s.nodes[i].Duration()) {
-		next = s.claim()
-	}
-	var extra []int32
-	var wakes int
-	now := int64(0) // what the caller will count for
-	switch {
-	case next < 0:
-		if !exiting && s.left > 0 {
-			s.idle++
+	for {
+		if i := w.take(); i >= 0 {
+			w.searching = false
+			if s.searching.Add(-1) == 0 && s.queued() {
+				s.wake()
+			}
+			return i
 		}
-	case exiting:
-		extra, wakes = s.handOut(s.head-1, 1)
-	default:
-		now = 1 // its next node, inside its function from now on
-		extra, wakes = s.spread(busy + now)
-	}
-	last := s.left == 0
-	seen := int64(0)
-	if now != mine {
-		seen = s.busy.Add(now - mine) // after the last write to the shared state: see run
-	} else if alone && extra == nil {
-		seen = 1 // busy unchanged
-	}
-	if !alone {
+		s.mu.Lock()
+		s.idle = append(s.idle, w)
 		s.mu.Unlock()
+		// A worker that queues a node after this one looked, and sees no
+		// worker searching, wakes one; if it looked before the decrement
+		// below, the look after it sees the node.
+		if s.searching.Add(-1) == 0 && s.queued() && w.unpark() {
+			continue
+		}
+		w.last = -1
+		select {
+		case <-w.wake: // counted as searching by the waker
+		case <-s.finished:
+			w.searching = false
+			return -1
+		}
 	}
-	s.dispatch(extra, wakes)
-	if last {
-		close(s.wake)
+}
+
+// unpark takes the worker, just parked, off the idle list and counts it
+// searching again; false if a waker took it first.
+func (w *worker[ID]) unpark() bool {
+	s := w.r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := len(s.idle) - 1; k >= 0; k-- {
+		if s.idle[k] == w {
+			s.idle = append(s.idle[:k], s.idle[k+1:]...)
+			s.searching.Add(1)
+			return true
+		}
 	}
-	if exiting {
-		return -1, 0
+	return false
+}
+
+// take takes the oldest node of the home queue or, if it is empty, of the
+// first other queue that holds nodes, moving half of them home. It returns -1
+// if every queue is empty.
+func (w *worker[ID]) take() int32 {
+	if i := w.home.pop(); i >= 0 {
+		return i
 	}
-	return next, seen
+	s := w.r
+	h := 0
+	for ; &s.queues[h] != w.home; h++ {
+	}
+	for k := 1; k < len(s.queues); k++ {
+		q := &s.queues[(h+k)%len(s.queues)]
+		if !q.full.Load() {
+			continue
+		}
+		w.found = q.popHalf(w.found[:0])
+		if len(w.found) == 0 {
+			continue
+		}
+		w.home.push(w.found[1:])
+		return w.found[0]
+	}
+	return -1
 }
 
 // finish records the outcome of node i (and its ID: a record is filled in
 // when the node is finished, so that Run does not go over all records
 // first) and releases its dependents: one whose blockers are all finished is
-// queued if they all succeeded, else it is finished as Blocked or Canceled,
-// which cascades. Caller holds mu (or is alone).
-func (s *run[ID]) finish(i int32, outcome Outcome, err error) {
+// runnable if they all succeeded, else it is finished as Blocked or
+// Canceled, which cascades. The worker runs the first runnable one next if
+// its queue is empty, and queues the others.
+func (w *worker[ID]) finish(i int32, outcome Outcome, err error) {
+	s := w.r
 	s.nodes[i].Outcome = outcome
 	if err != nil {
 		s.nodes[i].Err = err
 	}
 	if outcome == Succeeded {
-		s.succeeded++
+		w.succeeded++
 	}
-	stack := s.stack[:0]
+	stack, found := w.stack[:0], w.found[:0]
 	for {
-		s.nodes[i].ID = s.g.ids[i]
-		s.left--
-		ok := s.nodes[i].Outcome == Succeeded
-		for _, d := range s.deps.of(i) {
-			p := s.pending[d] - 1
-			if !ok {
-				p |= notOK
-			}
-			s.pending[d] = p
-			switch p {
+		r := &s.nodes[i]
+		r.ID = s.g.ids[i]
+		w.finished++
+		ok := r.Outcome == Succeeded
+		for e := s.g.firstDep[i]; e >= 0; e = s.g.dep[e].next {
+			switch d := s.g.dep[e].node; s.release(d, ok) {
 			case 0:
-				s.nodes[d].Wait = s.nodes[i].End
-				s.queue[s.tail] = d
-				s.tail++
+				s.nodes[d].Wait = r.End
+				found = append(found, d)
 			case notOK:
 				s.skip(d)
 				stack = append(stack, d)
@@ -375,14 +423,40 @@ func (s *run[ID]) finish(i int32, outcome Outcome, err error) {
 		}
 		i, stack = stack[len(stack)-1], stack[:len(stack)-1]
 	}
-	if cap(stack) > cap(s.stack) {
-		s.stack = stack
+	if cap(stack) > cap(w.stack) || cap(found) > cap(w.found) {
+		w.stack, w.found = stack[:0], found[:0] // kept if they grew
 	}
+	slices.Reverse(found) // in insertion order: the dependents come latest first
+	if len(found) > 0 && w.next < 0 {
+		w.next, found = found[0], found[1:]
+	}
+	w.home.push(found)
 }
 
-// skip records why node d, whose blockers are finished, cannot run: Blocked
-// by the failed ancestor behind its first failed or blocked blocker, else
-// Canceled. Caller holds mu (or is alone).
+// release counts down the unfinished blockers of node d for one that
+// finished, ok if it succeeded. It returns what is left: 0 if d is now
+// runnable, notOK if its blockers are all finished and not all succeeded,
+// more if some are not finished. The last blocker only reads the count, as no
+// one else writes it any more: on a chain, no atomic read-modify-write.
+func (s *run[ID]) release(d int32, ok bool) int32 {
+	p := &s.pending[d]
+	if v := p.Load(); v&^notOK == 1 {
+		if !ok {
+			return notOK
+		}
+		return v - 1
+	}
+	if !ok {
+		p.Or(notOK) // before the count down, so that the last one sees it
+	}
+	return p.Add(-1)
+}
+
+// skip records why node d, whose blockers are all finished and not all
+// succeeded, cannot run: Blocked by the failed ancestor behind its first
+// failed or blocked blocker, else Canceled. The blockers' outcomes were
+// written before their count down of pending[d], the last of which the
+// caller made.
 func (s *run[ID]) skip(d int32) {
 	r := &s.nodes[d]
 	r.Outcome = Canceled
@@ -398,83 +472,92 @@ func (s *run[ID]) skip(d int32) {
 	}
 }
 
-// claim takes the oldest queued node if a slot is free, or returns -1. Once
-// the run is canceled it finishes the queued nodes as Canceled instead.
-// Caller holds mu (or is alone).
-func (s *run[ID]) claim() int32 {
-	if s.head == s.tail || s.active >= s.limit {
+// report adds the nodes the worker finished to the run's counts, and closes
+// finished if they were the last.
+func (w *worker[ID]) report() {
+	if w.finished == 0 {
+		return
+	}
+	if w.r.left.Add(-w.finished) == 0 {
+		close(w.r.finished)
+	}
+	w.finished = 0
+}
+
+// exit is the worker's last act, when every node is finished or when a node
+// function called runtime.Goexit on it: it queues its next node, reports its
+// counts and, if nodes are queued, makes sure another worker searches.
+func (w *worker[ID]) exit() {
+	s := w.r
+	if w.next >= 0 {
+		w.home.push([]int32{w.next})
+		w.next = -1
+	}
+	if w.searching {
+		s.searching.Add(-1)
+	}
+	s.succeeded.Add(w.succeeded)
+	s.mu.Lock()
+	s.workers--
+	s.mu.Unlock()
+	w.report()
+	if s.queued() && s.searching.Load() == 0 {
+		s.wake()
+	}
+}
+
+// push queues nodes, in order.
+func (q *queue) push(nodes []int32) {
+	if len(nodes) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.nodes = append(q.nodes, nodes...)
+	q.update()
+	q.mu.Unlock()
+}
+
+// update sets full after a push or pop. Caller holds mu.
+func (q *queue) update() {
+	if full := q.head < len(q.nodes); full != q.full.Load() {
+		q.full.Store(full)
+	}
+}
+
+// pop takes the oldest node, or returns -1.
+func (q *queue) pop() int32 {
+	if !q.full.Load() {
 		return -1
 	}
-	if s.canceled() {
-		for s.head < s.tail {
-			s.head++
-			s.finish(s.queue[s.head-1], Canceled, nil)
-		}
+	q.mu.Lock()
+	if q.head == len(q.nodes) {
+		q.mu.Unlock()
 		return -1
 	}
-	s.active++
-	s.head++
-	return s.queue[s.head-1]
+	i := q.nodes[q.head]
+	q.head++
+	if q.head == len(q.nodes) {
+		q.nodes, q.head = q.nodes[:0], 0
+	}
+	q.update()
+	q.mu.Unlock()
+	return i
 }
 
-// crowded reports whether a worker whose node returned after took should
-// park rather than take another node: nodes are quick (shorter than
-// quickNode), the other workers outside node functions are enough to keep
-// every processor busy, and one of them is sure to take the lock and look at
-// the queue (it is coming). Without this, workers added in case nodes block
-// would only contend for the lock when nodes return at once. busy is the
-// value of s.busy without the caller. Caller holds mu (or is alone).
-func (s *run[ID]) crowded(busy int64, took time.Duration) bool {
-	inFn, others := int32(busy), int32(busy>>32)
-	return took < quickNode && s.active-inFn >= s.procs && others > 0
-}
-
-// spread is called by a worker about to run a node, which may block, with
-// busy counting that node. It takes queued nodes for other workers so that,
-// counting the nodes already handed out, there is one for each other node
-// inside its function (which may be blocked too), and at least one if no
-// other worker is coming to take more: workers multiply while nodes block and
-// stay few while nodes return at once. It returns the nodes taken and how
-// many of them go to parked workers; the rest need new workers. Caller holds
-// mu (or is alone).
-func (s *run[ID]) spread(busy int64) (extra []int32, wakes int) {
-	want := int32(busy) - 1 // other nodes inside their function
-	if busy>>32 == 0 {
-		want = max(want, 1)
+// popHalf takes the older half of the nodes (at least one), appending them
+// to dst.
+func (q *queue) popHalf(dst []int32) []int32 {
+	q.mu.Lock()
+	n := len(q.nodes) - q.head
+	k := n - n/2
+	dst = append(dst, q.nodes[q.head:q.head+k]...)
+	q.head += k
+	if q.head == len(q.nodes) {
+		q.nodes, q.head = q.nodes[:0], 0
 	}
-	h0 := s.head // claims are contiguous from h0; a cancel drains after them
-	k := 0
-	for s.handoffs+int32(k) < want && s.claim() >= 0 {
-		k++
-	}
-	return s.handOut(h0, k)
-}
-
-// handOut hands the k nodes queue[h0:h0+k], just taken, to other workers,
-// parked ones first, and counts them coming. It returns them and how many go
-// to parked workers, for dispatch. Caller holds mu (or is alone).
-func (s *run[ID]) handOut(h0 int32, k int) (nodes []int32, wakes int) {
-	if k == 0 {
-		return nil, 0
-	}
-	s.handoffs += int32(k)
-	s.busy.Add(int64(k) * coming)
-	w := min(int32(k), s.idle)
-	s.idle -= w
-	return s.queue[h0 : h0+int32(k)], int(w)
-}
-
-// dispatch hands the first wakes nodes to parked workers and starts a new
-// worker for each of the others. The nodes were counted in handoffs.
-func (s *run[ID]) dispatch(nodes []int32, wakes int) {
-	for k, i := range nodes {
-		if k < wakes {
-			s.wake <- i
-			continue
-		}
-		s.wg.Add(1)
-		go s.worker(i)
-	}
+	q.update()
+	q.mu.Unlock()
+	return dst
 }
 
 // now returns the time since the run's start. It reads only the monotonic

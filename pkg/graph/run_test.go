@@ -526,3 +526,26 @@ func TestRunBlockingNodeDoesNotHoldBackOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOneSlotGoesDepthFirst checks the order documented for MaxParallel 1:
+// the worker runs the first node its node made runnable, then the queued ones
+// first in, first out.
+func TestRunOneSlotGoesDepthFirst(t *testing.T) {
+	var order []string
+	g := graph.New[string](graph.Options{})
+	for _, n := range []struct {
+		id       string
+		blockers []string
+	}{
+		{"a", nil}, {"b", []string{"a"}}, {"c", []string{"a"}}, {"d", []string{"a"}},
+		{"e", []string{"b"}}, {"f", []string{"e"}}, {"g", []string{"c", "d"}},
+	} {
+		mustAdd(t, g, n.id, func(context.Context) error { order = append(order, n.id); return nil }, n.blockers...)
+	}
+	if _, err := g.Run(context.Background(), graph.RunOptions{MaxParallel: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "b", "e", "f", "c", "d", "g"}; !slices.Equal(order, want) {
+		t.Errorf("order = %v, want %v", order, want)
+	}
+}
