@@ -105,7 +105,10 @@ type run[ID comparable] struct {
 	// searching counts the workers looking for a queued node: started or
 	// woken and not yet running one, or having found their queue empty.
 	searching atomic.Int32
-	_         [60]byte
+	// spare tells whether wake can wake or start a worker: one is parked or
+	// MaxParallel allows one more. Written under mu when that changes.
+	spare atomic.Bool
+	_     [59]byte
 	// left counts the nodes whose finish no worker has reported yet: workers
 	// report theirs in bulk when they run out of work.
 	left atomic.Int32
@@ -173,6 +176,7 @@ func newRun[ID comparable](ctx context.Context, g *Graph[ID], opts RunOptions, r
 		finished: make(chan struct{}),
 	}
 	s.left.Store(int32(n))
+	s.spare.Store(true)
 	nroots := 0
 	for i := range int32(n) {
 		p := g.blockerStart[i+1] - g.blockerStart[i]
@@ -206,6 +210,7 @@ func (s *run[ID]) wake() {
 		w := s.idle[k-1]
 		s.idle = s.idle[:k-1]
 		s.searching.Add(1)
+		s.updateSpare()
 		s.mu.Unlock()
 		w.wake <- struct{}{}
 		return
@@ -218,10 +223,26 @@ func (s *run[ID]) wake() {
 	home := &s.queues[int(s.started)%len(s.queues)]
 	s.started++
 	s.searching.Add(1)
+	s.updateSpare()
 	s.mu.Unlock()
 	w := &worker[ID]{r: s, home: home, next: -1, last: -1, searching: true, wake: make(chan struct{}, 1)}
 	s.wg.Add(1)
 	go w.loop()
+}
+
+// updateSpare sets spare after idle or workers changed. Caller holds mu.
+func (s *run[ID]) updateSpare() {
+	if spare := len(s.idle) > 0 || s.workers < s.limit; spare != s.spare.Load() {
+		s.spare.Store(spare)
+	}
+}
+
+// needSearcher reports whether a worker should be woken because nodes are
+// queued in q: none is searching, and one can be woken or started. Else a
+// worker is on its way to the queues, or all MaxParallel workers are there
+// or running nodes.
+func (s *run[ID]) needSearcher(q *queue) bool {
+	return q.full.Load() && s.searching.Load() == 0 && s.spare.Load()
 }
 
 // queued reports whether any queue holds a node.
@@ -264,7 +285,7 @@ func (w *worker[ID]) run(i int32) {
 		w.finish(i, Canceled, nil)
 		return
 	}
-	if w.home.full.Load() && s.searching.Load() == 0 {
+	if s.needSearcher(w.home) {
 		s.wake() // node i may block: see run
 	}
 	r := &s.nodes[i]
@@ -328,6 +349,7 @@ func (w *worker[ID]) find() int32 {
 		}
 		s.mu.Lock()
 		s.idle = append(s.idle, w)
+		s.updateSpare()
 		s.mu.Unlock()
 		// A worker that queues a node after this one looked, and sees no
 		// worker searching, wakes one; if it looked before the decrement
@@ -355,6 +377,7 @@ func (w *worker[ID]) unpark() bool {
 		if s.idle[k] == w {
 			s.idle = append(s.idle[:k], s.idle[k+1:]...)
 			s.searching.Add(1)
+			s.updateSpare()
 			return true
 		}
 	}
@@ -499,6 +522,7 @@ func (w *worker[ID]) exit() {
 	s.succeeded.Add(w.succeeded)
 	s.mu.Lock()
 	s.workers--
+	s.updateSpare()
 	s.mu.Unlock()
 	w.report()
 	if s.queued() && s.searching.Load() == 0 {
