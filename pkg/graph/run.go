@@ -71,14 +71,16 @@ func (g *Graph[ID]) Run(ctx context.Context, opts RunOptions) (*Result[ID], erro
 // As any node may block, a worker never lets runnable nodes wait on it: it
 // makes sure, before it calls a node function while its queue holds nodes,
 // that a worker is searching, waking a parked one or starting one (within
-// MaxParallel) if none is. A searching worker that finds nodes and was the
-// last one searching does the same if nodes are still queued, and one that
-// finds none parks, after looking once more if it was the last. So a queued
-// node always has a worker on its way, without polling. A searching worker
-// that is started while every processor is busy only runs when a worker
-// blocks (or the Go scheduler preempts one), which is exactly when it is
-// needed: workers multiply while nodes block and stay about one per processor
-// while they return quickly.
+// MaxParallel) if none is. A searching worker that finds nodes keeps two
+// searching while nodes are still queued, and one that finds none parks,
+// after looking once more if it was the last. So a queued node always has a
+// worker on its way, without polling. A searching worker that is started
+// while every processor is busy only runs when a worker blocks (or the Go
+// scheduler preempts one), which is exactly when it is needed: workers
+// multiply while nodes block and stay about one per processor while they
+// return quickly. A worker whose node ran for slowNode or more, and so
+// probably blocked, wakes one worker for each node it queues, so that a layer
+// of blocking nodes starts at once rather than one after the other.
 //
 // The scheme is that of the Go scheduler's run queues and spinning threads,
 // with blocking node functions in the place of system calls.
@@ -146,6 +148,7 @@ type worker[ID comparable] struct {
 	// the last report.
 	finished, succeeded int32
 	searching           bool // counted in run.searching
+	slow                bool // the last node ran for slowNode or more
 	wake                chan struct{}
 	stack, found        []int32 // scratch
 	// Keeps the next worker's fields, written for every node, off this
@@ -156,6 +159,14 @@ type worker[ID comparable] struct {
 const (
 	// notOK marks a pending count: a blocker did not succeed.
 	notOK = 1 << 30
+	// slowNode is the duration from which a node probably blocked (a
+	// system call, a network round trip, a timer) rather than computed:
+	// ten times a context switch between goroutines, a thousand times the
+	// scheduler's work per node.
+	slowNode = 50 * time.Microsecond
+	// searchers is how many workers a worker that found a node keeps
+	// searching while nodes are queued.
+	searchers = 2
 )
 
 func newRun[ID comparable](ctx context.Context, g *Graph[ID], opts RunOptions, res *Result[ID]) *run[ID] {
@@ -300,6 +311,7 @@ func (w *worker[ID]) run(i int32) {
 	err := w.call(i)
 	r.End = s.now()
 	w.last = r.End
+	w.slow = r.End-r.Start >= slowNode
 	if err != nil {
 		w.finish(i, Failed, err)
 		return
@@ -342,7 +354,10 @@ func (w *worker[ID]) find() int32 {
 	for {
 		if i := w.take(); i >= 0 {
 			w.searching = false
-			if s.searching.Add(-1) == 0 && s.queued() {
+			// A searching worker runs when a processor is free: while nodes
+			// are queued, that is when nodes block. Keep two searching, so
+			// that workers double until every queued node runs.
+			for k := s.searching.Add(-1); k < searchers && s.queued() && s.spare.Load(); k++ {
 				s.wake()
 			}
 			return i
@@ -454,6 +469,16 @@ func (w *worker[ID]) finish(i int32, outcome Outcome, err error) {
 		w.next, found = found[0], found[1:]
 	}
 	w.home.push(found)
+	if w.slow {
+		// Nodes take long, so they probably block: start the queued ones
+		// now, one worker each, rather than one after the other.
+		for range found {
+			if !s.spare.Load() {
+				break
+			}
+			s.wake()
+		}
+	}
 }
 
 // release counts down the unfinished blockers of node d for one that
