@@ -95,8 +95,10 @@ type run[ID comparable] struct {
 	nodes  []NodeResult[ID]
 	queues []queue
 	// pending[i] is the number of unfinished blockers of node i, plus
-	// notOK once one of them did not succeed.
-	pending []atomic.Int32
+	// notOK once one of them did not succeed. Set before the first worker
+	// starts, then only accessed with atomic operations (the functions, not
+	// atomic.Int32, so that setting it up costs plain writes).
+	pending []int32
 	wg      sync.WaitGroup
 	// finished is closed when every node is finished (left is 0).
 	finished chan struct{}
@@ -183,7 +185,7 @@ func newRun[ID comparable](ctx context.Context, g *Graph[ID], opts RunOptions, r
 		limit:    int32(limit),
 		nodes:    res.Nodes,
 		queues:   make([]queue, min(runtime.GOMAXPROCS(0), limit)),
-		pending:  make([]atomic.Int32, n),
+		pending:  make([]int32, n),
 		finished: make(chan struct{}),
 	}
 	s.left.Store(int32(n))
@@ -194,7 +196,7 @@ func newRun[ID comparable](ctx context.Context, g *Graph[ID], opts RunOptions, r
 		if p == 0 {
 			nroots++
 		}
-		s.pending[i].Store(p)
+		s.pending[i] = p
 	}
 	roots := make([]int32, 0, nroots)
 	for i := range int32(n) {
@@ -488,16 +490,16 @@ func (w *worker[ID]) finish(i int32, outcome Outcome, err error) {
 // one else writes it any more: on a chain, no atomic read-modify-write.
 func (s *run[ID]) release(d int32, ok bool) int32 {
 	p := &s.pending[d]
-	if v := p.Load(); v&^notOK == 1 {
+	if v := atomic.LoadInt32(p); v&^notOK == 1 {
 		if !ok {
 			return notOK
 		}
 		return v - 1
 	}
 	if !ok {
-		p.Or(notOK) // before the count down, so that the last one sees it
+		atomic.OrInt32(p, notOK) // before the count down, so that the last one sees it
 	}
-	return p.Add(-1)
+	return atomic.AddInt32(p, -1)
 }
 
 // skip records why node d, whose blockers are all finished and not all
