@@ -324,7 +324,11 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 	defer span.End()
 	runStart := time.Now()
 	results := make([]nodeResult, len(specs))
-	g := graph.New[NodeID](graph.Options{SizeHint: len(specs)})
+	edges := 0
+	for _, s := range specs {
+		edges += len(s.blockers)
+	}
+	g := graph.New[NodeID](graph.Options{SizeHint: len(specs), EdgeHint: edges})
 	for i, s := range specs {
 		results[i].spec = s // before the run: dependents read their blockers' specs
 		blockers := make([]NodeID, len(s.blockers))

@@ -65,12 +65,15 @@ func shapeEdges(shape string, n int) [][]int {
 }
 
 func benchRun(b *testing.B, ctx context.Context, engine string, edges [][]int, fn graph.Func, maxParallel int) {
-	n := len(edges)
+	n, nedges := len(edges), 0
+	for _, blockers := range edges {
+		nedges += len(blockers)
+	}
 	b.ReportAllocs()
 	switch engine {
 	case "kdag":
 		for b.Loop() {
-			g := graph.New[int](graph.Options{SizeHint: n})
+			g := graph.New[int](graph.Options{SizeHint: n, EdgeHint: nedges})
 			for i, blockers := range edges {
 				if err := g.AddNode(i, fn, blockers...); err != nil {
 					b.Fatal(err)

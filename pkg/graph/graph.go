@@ -15,6 +15,11 @@ type Options struct {
 	// SizeHint is the expected number of nodes; the graph pre-allocates for
 	// it (and for as many blocker edges). Default 0: grow as nodes are added.
 	SizeHint int
+	// EdgeHint is the expected number of edges: the sum over the nodes of
+	// their blockers. The graph pre-allocates for it. Default 0: for
+	// SizeHint edges, then for SizeHint nodes with one and a half times as
+	// many edges as the nodes added so far have.
+	EdgeHint int
 }
 
 // Graph is a directed acyclic graph of nodes keyed by ID. Each node has a work
@@ -45,14 +50,17 @@ type depEdge struct{ node, next int32 }
 
 // New returns an empty graph.
 func New[ID comparable](opts Options) *Graph[ID] {
-	n := max(opts.SizeHint, 0)
+	n, edges := max(opts.SizeHint, 0), max(opts.EdgeHint, 0)
+	if edges == 0 {
+		edges = n
+	}
 	g := &Graph[ID]{
 		ids:          make([]ID, 0, n),
 		funcs:        make([]Func, 0, n),
 		blockerStart: make([]int32, 1, n+1),
-		blockers:     make([]int32, 0, n),
+		blockers:     make([]int32, 0, edges),
 		firstDep:     make([]int32, 0, n),
-		dep:          make([]depEdge, 0, n),
+		dep:          make([]depEdge, 0, edges),
 	}
 	g.index.init(n)
 	g.sizeHint = n

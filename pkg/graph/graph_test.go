@@ -123,3 +123,27 @@ func mustAdd[ID comparable](t testing.TB, g *graph.Graph[ID], id ID, fn graph.Fu
 		t.Fatal(err)
 	}
 }
+
+// TestAddNodeWithHintsDoesNotAllocate checks that SizeHint and EdgeHint
+// pre-allocate everything AddNode needs: building costs the allocations of
+// New only.
+func TestAddNodeWithHintsDoesNotAllocate(t *testing.T) {
+	const n = 1000
+	blockers := make([][]int, n)
+	for i := 3; i < n; i++ {
+		blockers[i] = []int{i - 3, i - 2, i - 1}
+	}
+	opts := graph.Options{SizeHint: n, EdgeHint: 3 * (n - 3)}
+	newOnly := testing.AllocsPerRun(5, func() { graph.New[int](opts) })
+	build := testing.AllocsPerRun(5, func() {
+		g := graph.New[int](opts)
+		for i := range n {
+			if err := g.AddNode(i, noop, blockers[i]...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if build != newOnly {
+		t.Errorf("building %d nodes allocates %v times, New alone %v", n, build, newOnly)
+	}
+}
