@@ -59,11 +59,11 @@ func (g *Graph[ID]) Run(ctx context.Context, opts RunOptions) (*Result[ID], erro
 // MaxParallel), and worker goroutines run them, at most MaxParallel workers.
 // Each worker has a home queue. When its node returns, a worker counts down
 // the pending blockers of the node's dependents (atomically: no lock) and
-// puts those that became runnable in its home queue, except one, which it
-// runs next if its queue is empty: a chain runs on one goroutine, without
-// handoffs. Otherwise it takes the oldest node of its home queue, and if that
-// is empty it searches the other queues and moves half of the first
-// non-empty one to its own. While quick nodes are run by as many workers as
+// puts those that became runnable in its home queue, except the first (in
+// insertion order), which it runs next: a chain runs on one goroutine,
+// without handoffs. If its node made none runnable, it takes the oldest node
+// of its home queue, and if that is empty it searches the other queues and
+// moves the older half of the first non-empty one to its own. While quick nodes are run by as many workers as
 // there are processors, each worker only touches its own queue and the
 // dependents' counters: no cache line moves between processors for every
 // node.
