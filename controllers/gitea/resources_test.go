@@ -2,6 +2,7 @@ package gitea
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -276,6 +278,9 @@ func TestValidate(t *testing.T) {
 			}
 			if err == nil {
 				t.Fatalf("Validate(%s) = nil, want an error naming %v", tc.gitea.Name, tc.wantErr)
+			}
+			if !errors.Is(err, reconcile.TerminalError(nil)) {
+				t.Errorf("Validate error %q is not terminal: a name only changes with the spec", err)
 			}
 			for _, s := range tc.wantErr {
 				if !strings.Contains(err.Error(), s) {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/giteaserver"
@@ -45,8 +46,8 @@ func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 	if len(problems) > 0 {
 		// The advice comes first: the condition message is capped, and a long name repeated in
 		// every problem would push it out.
-		return fmt.Errorf("use a shorter name of lowercase letters, digits and '-' that starts with a letter: "+
-			"the name %q gives invalid names to the objects derived from it (%s)", g.Name, strings.Join(problems, "; "))
+		return reconcile.TerminalError(fmt.Errorf("use a shorter name of lowercase letters, digits and '-' that starts with a letter: "+
+			"the name %q gives invalid names to the objects derived from it (%s)", g.Name, strings.Join(problems, "; ")))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -32,10 +33,10 @@ func (ResourceManager) OwnedTypes() []client.Object {
 }
 
 // Validate implements controller.Validator: the name must leave room for the revision label of
-// the StatefulSet's pods (MaxNameLength).
+// the StatefulSet's pods (MaxNameLength). A name is a spec error: the error is terminal.
 func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 	if err := ValidateName(owner.GetName()); err != nil {
-		return fmt.Errorf("the name is too long: %w; use a shorter name", err)
+		return reconcile.TerminalError(fmt.Errorf("the name is too long: %w; use a shorter name", err))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package postgresql
 
 import (
+	"errors"
 	"flag"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -188,6 +190,8 @@ func TestValidate(t *testing.T) {
 		switch {
 		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), `StatefulSet "`+name+`"`)):
 			t.Errorf("Validate(%d characters) = %v, want an error naming the StatefulSet", tc.length, err)
+		case tc.wantErr && !errors.Is(err, reconcile.TerminalError(nil)):
+			t.Errorf("Validate(%d characters) = %v, want a terminal error: a name only changes with the spec", tc.length, err)
 		case !tc.wantErr && err != nil:
 			t.Errorf("Validate(%d characters) = %v, want nil", tc.length, err)
 		}

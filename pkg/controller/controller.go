@@ -268,8 +268,11 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) *o
 	runStart := time.Now()
 	r.nodes = c.runGraph(ctx, owner, specs)
 	r.summarize()
-	if r.failed == 0 && ctx.Err() == nil {
-		r.prune = c.prune(ctx, owner, index)
+	// Prune only once every node is Ready: an object leaving the graph stays until what replaces
+	// it is in place (a renamed ConfigMap's old copy is still mounted by the running pods while
+	// the Deployment that will mount the new one waits behind a migration).
+	if r.allReady() && ctx.Err() == nil {
+		r.recordPrune(c.prune(ctx, owner, index))
 	}
 	c.observeRun(owner, r, time.Since(runStart))
 	return r
@@ -285,8 +288,11 @@ func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *out
 	}()
 	if v, ok := c.rm.(Validator); ok {
 		if err := v.Validate(ctx, owner); err != nil {
-			r.terminal = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
-			r.reason = ReasonInvalid
+			if isTerminal(err) {
+				r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), ReasonInvalid
+			} else {
+				r.transient, r.reason = errors.Wrapf(err, "%s %s: validate", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), ReasonValidationFailed
+			}
 			return nil, nil
 		}
 	}
@@ -403,9 +409,3 @@ func (c *Controller) forget(uid types.UID) {
 func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
 
 func errorsIsPanic(err error) bool { return errors.Is(err, graph.ErrPanic) }
-
-// isTerminal reports whether err cannot be fixed by retrying: a reconcile.TerminalError, or an
-// object the API server rejects as invalid or malformed.
-func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil)) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
-}

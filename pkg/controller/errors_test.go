@@ -21,7 +21,7 @@ type validatingRM struct{ widgetRM }
 
 func (validatingRM) Validate(_ context.Context, owner client.Object) error {
 	if owner.(*testapi.Widget).Spec.MaxReplicas < 1 {
-		return errors.New("spec.maxReplicas must be at least 1")
+		return reconcile.TerminalError(errors.New("spec.maxReplicas must be at least 1"))
 	}
 	return nil
 }

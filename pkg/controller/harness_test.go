@@ -77,10 +77,15 @@ type calls struct {
 	faults  []*fault
 }
 
-// fault makes the next remaining requests with method and path fail with HTTP 500.
+// fault makes the next remaining requests with method and path fail with HTTP code (500 when
+// 0) and reason, or, when after is set, lets them through and runs after once each response is
+// back (to change the cluster between two requests of a reconcile).
 type fault struct {
 	method, path string
 	remaining    int
+	code         int
+	reason       metav1.StatusReason
+	after        func()
 }
 
 func (c *calls) record(req *http.Request, resp *http.Response) {
@@ -115,22 +120,42 @@ func isEventPath(path string) bool {
 
 // failNext makes the next n requests with method and path fail with HTTP 500 (InternalError).
 func (c *calls) failNext(method, path string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n})
+	c.failNextWith(method, path, n, http.StatusInternalServerError, metav1.StatusReasonInternalError)
 }
 
-// takeFault reports whether req must fail, counting it against its fault.
-func (c *calls) takeFault(req *http.Request) bool {
+// failNextWith makes the next n requests with method and path fail with code and reason.
+func (c *calls) failNextWith(method, path string, n, code int, reason metav1.StatusReason) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n, code: code, reason: reason})
+}
+
+// afterNext runs fn once the response to the next request with method and path is back, before
+// the caller sees it.
+func (c *calls) afterNext(method, path string, fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, &fault{method: method, path: path, remaining: 1, after: fn})
+}
+
+// clearFaults drops the faults not used up yet.
+func (c *calls) clearFaults() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = nil
+}
+
+// takeFault returns the fault req meets, counting req against it, or nil.
+func (c *calls) takeFault(req *http.Request) *fault {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range c.faults {
 		if f.remaining > 0 && f.method == req.Method && f.path == req.URL.Path {
 			f.remaining--
-			return true
+			return f
 		}
 	}
-	return false
+	return nil
 }
 
 func (c *calls) reset() {
@@ -151,15 +176,20 @@ type roundTripper struct {
 }
 
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if rt.calls.takeFault(req) {
+	if f := rt.calls.takeFault(req); f != nil && f.after != nil {
+		resp, err := rt.next.RoundTrip(req)
+		rt.calls.record(req, resp)
+		f.after()
+		return resp, err
+	} else if f != nil {
 		rt.calls.record(req, nil)
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		const body = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
-			`"message":"injected fault","reason":"InternalError","code":500}`
+		body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
+			`"message":"injected fault","reason":%q,"code":%d}`, f.reason, f.code)
 		return &http.Response{
-			StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+			StatusCode: f.code, Status: fmt.Sprintf("%d %s", f.code, http.StatusText(f.code)),
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header:        http.Header{"Content-Type": {"application/json"}},
 			Body:          io.NopCloser(strings.NewReader(body)),

@@ -26,11 +26,15 @@ type ResourceManager interface {
 }
 
 // Validator is an optional ResourceManager interface for semantic checks the API server's schema
-// and CEL rules cannot express (for example, a referenced Secret must have certain keys).
+// and CEL rules cannot express (for example, names derived from the owner's name must be valid).
 type Validator interface {
-	// Validate returns nil when owner can be reconciled. A returned error is terminal: the owner
-	// is marked Stalled with the error as message, a Warning event is emitted, and the reconcile
-	// is not retried until the owner changes. Say what to change in the message.
+	// Validate returns nil when owner can be reconciled; no object is applied otherwise. An
+	// error wrapped with reconcile.TerminalError says the spec can never work: the owner is
+	// Stalled (reason Invalid) with the error as message, a Warning event is emitted, and the
+	// reconcile is not retried until the owner changes; say what to change in the message. Any
+	// other error is transient (a Secret the check reads does not exist yet): the owner is
+	// Ready=False and Reconciling=True (reason ValidationFailed) and the reconcile is retried
+	// with backoff. This is the rule AddResources errors follow too (design.md §2.9).
 	Validate(ctx context.Context, owner client.Object) error
 }
 

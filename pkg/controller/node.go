@@ -164,31 +164,40 @@ func (c *Controller) checkReference(ctx context.Context, s *nodeSpec, res *nodeR
 
 // create writes a node's object that the cache does not hold. The cache only holds objects
 // with kdag's labels, so a miss does not tell a new object from one kdag did not create (or one
-// the cache has not seen yet). create first applies the object on the condition that it does
-// not exist (createIfAbsent): one round trip for a new object, and a foreign object created
-// between the cache miss and the write is never overwritten. Only if something of that name
-// exists does it read the object to decide: refuse it, adopt it, or apply to its own.
+// the cache has not seen yet). create applies the object on the condition that it does not
+// exist (createIfAbsent): one round trip for a new object, and a foreign object created between
+// the cache miss and the write is never overwritten. Only if something of that name exists does
+// it read the object to decide: refuse it, adopt it, or apply to its own. Every create is that
+// conditional apply: when the object it collided with is gone by the time it is read, create
+// tries the conditional apply again rather than writing unconditionally.
 func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured) (*unstructured.Unstructured, Action, error) {
-	switch err := c.createIfAbsent(ctx, s, desired); {
-	case err == nil:
-		return desired, ActionCreated, nil
-	case !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err):
-		return nil, ActionCreated, err
-	}
+	const attempts = 3
 	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(s.gvk)
-	err := c.reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		return desired, ActionCreated, c.apply(ctx, s, desired)
-	case err != nil:
-		return nil, "", errors.Wrapf(err, "%s: read", s.id)
+	for attempt := 1; ; attempt++ {
+		switch err := c.createIfAbsent(ctx, s, desired); {
+		case err == nil:
+			return desired, ActionCreated, nil
+		case !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err):
+			return nil, ActionCreated, err
+		}
+		existing.SetGroupVersionKind(s.gvk)
+		err := c.reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+		switch {
+		case apierrors.IsNotFound(err) && attempt < attempts:
+			continue // deleted since the conditional apply: try it again
+		case apierrors.IsNotFound(err):
+			return nil, ActionCreated, errors.Errorf("%s: someone else keeps creating and deleting it while kdag creates it; kdag retries", s.id)
+		case err != nil:
+			return nil, "", errors.Wrapf(err, "%s: read", s.id)
+		}
+		break
 	}
 	if existing.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
 		if !s.adopt {
 			return nil, ActionRefused, &AdoptionError{Node: s.id, Manager: foreignManager(existing.GetManagedFields(), c.opts.FieldManager)}
 		}
-		return desired, ActionAdopted, c.apply(ctx, s, desired)
+		applied, err := c.adopt(ctx, s, desired)
+		return applied, ActionAdopted, err
 	}
 	// Ours, but not in the cache yet (the watch is behind, or the response to our write was
 	// lost). A create-only object is never written again: read it whole, so that its content
@@ -204,12 +213,47 @@ func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpe
 	return desired, ActionApplied, c.apply(ctx, s, desired)
 }
 
+// adopt takes over an existing object that kdag did not create for this owner (a node with
+// Adopt). A create-only node's object keeps its content: only kdag's labels and the owner
+// reference are applied (applyOwnership), so a password a user or Helm generated is never
+// replaced. Any other node's object gets the desired object, as on every later reconcile. It
+// returns the object as the API server stored it.
+func (c *Controller) adopt(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if s.createOnly {
+		return c.applyOwnership(ctx, s, desired)
+	}
+	if err := c.apply(ctx, s, desired); err != nil {
+		return nil, err
+	}
+	return desired, nil
+}
+
+// applyOwnership applies to an existing object only what makes it kdag's: desired's labels and
+// owner references, under kdag's field manager. Every other field keeps its value and its
+// manager. It returns the whole object from the API server's response.
+func (c *Controller) applyOwnership(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(s.gvk)
+	u.SetNamespace(desired.GetNamespace())
+	u.SetName(desired.GetName())
+	u.SetLabels(desired.GetLabels())
+	u.SetOwnerReferences(desired.GetOwnerReferences())
+	if err := c.apply(ctx, s, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
 // update decides whether a cached object needs a write and applies it if so. It returns a nil
 // object when it skipped the write. A repair of another writer's changes is subject to the drift
 // budget: once spent, update writes nothing and returns a *DriftConflictError.
 func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured, live client.Object) (*unstructured.Unstructured, Action, []string, error) {
-	if live.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) && !s.adopt {
-		return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID]}
+	if live.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
+		if !s.adopt {
+			return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID]}
+		}
+		applied, err := c.adopt(ctx, s, desired)
+		return applied, ActionAdopted, nil, err
 	}
 	if s.createOnly {
 		return nil, ActionSkipped, nil, nil
@@ -238,7 +282,11 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 			return nil, ActionHeld, nil, conflict
 		}
 	}
-	return desired, ActionApplied, drifted, c.apply(ctx, s, desired)
+	if err := c.apply(ctx, s, desired); err != nil {
+		// Not a repair: only a write the API server accepted repairs anything.
+		return nil, ActionApplied, nil, err
+	}
+	return desired, ActionApplied, drifted, nil
 }
 
 // driftPaths returns the distinct paths of fields, sorted.
@@ -291,6 +339,9 @@ func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructur
 	if isTerminal(err) {
 		// Retrying cannot help: say what can.
 		return errors.Wrapf(err, "%s: apply refused, change the owner's spec that produces it", s.id)
+	}
+	if status := apierrors.APIStatus(nil); errors.As(err, &status) && deniedByAdmission(status.Status().Message) {
+		return errors.Wrapf(err, "%s: apply denied by admission control, kdag retries: change the policy or webhook, or the owner's spec", s.id)
 	}
 	if err != nil {
 		return errors.Wrapf(err, "%s: apply", s.id)
@@ -350,8 +401,8 @@ func (c *Controller) checkReady(s *nodeSpec, current *unstructured.Unstructured)
 	switch {
 	case err != nil:
 		return errors.Wrapf(err, "%s: readiness", s.id)
-	case r.Status == "Failed":
-		return errors.Errorf("%s: failed: %s", s.id, r.Message)
+	case r.Status == resources.StatusFailed:
+		return newObjectFailed(s.id, current, r.Message)
 	case !r.Ready:
 		return &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
 	}

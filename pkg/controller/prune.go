@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -27,6 +28,16 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 		span.SetAttributes(attribute.Int("kdag.prune.deleted", len(r.pruned)))
 		endSpan(span, r.err)
 	}()
+	var failed []string
+	defer func() {
+		if r.err != nil { // a list failed
+			failed = append(failed, r.err.Error())
+		}
+		if len(failed) > 0 {
+			r.err = errors.Errorf("%s; kdag retries with backoff: let the manager delete it (RBAC, an admission webhook), or delete it yourself",
+				strings.Join(failed, "; "))
+		}
+	}()
 	for _, obj := range c.ownedObjects(ctx, owner, &r.err) {
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
@@ -34,7 +45,7 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 			continue
 		}
 		if err := c.deleteObject(ctx, obj); err != nil {
-			r.err = errors.Wrapf(err, "prune %s", id)
+			failed = append(failed, errors.Wrapf(err, "prune %s", id).Error())
 			continue
 		}
 		logFrom(ctx).Info("pruned", "node", id.String(), "action", ActionPruned)

@@ -31,6 +31,11 @@ type childStalledError struct{ reason, message string }
 
 func (e *childStalledError) Error() string { return "stalled (" + e.reason + "): " + e.message }
 
+// conditionReason is the child's reason, which the owner's Stalled condition repeats.
+func (e *childStalledError) conditionReason() string {
+	return validReason(e.reason, ReasonObjectInvalid)
+}
+
 // Is reports whether target is a reconcile.TerminalError, so that errors.Is(err,
 // reconcile.TerminalError(nil)) holds for e.
 func (e *childStalledError) Is(target error) bool {

@@ -44,6 +44,14 @@ const (
 	ReasonInvalid       = "Invalid"
 	ReasonBuildFailed   = "BuildFailed"
 	ReasonObjectInvalid = "ObjectInvalid"
+	// ReasonValidationFailed: the Validator returned a transient error; the reconcile is retried.
+	ReasonValidationFailed = "ValidationFailed"
+	// ReasonObjectFailed: a node's object failed for good and said no reason of its own (see
+	// ObjectFailedError, which otherwise carries the object's reason).
+	ReasonObjectFailed = "ObjectFailed"
+	// ReasonPruneFailed: deleting an object that left the graph failed; the owner is not Ready
+	// and the reconcile is retried with backoff. Also the reason of the Warning event.
+	ReasonPruneFailed   = "PruneFailed"
 	ReasonTearingDown   = "TearingDown"
 	ReasonCleanupFailed = "CleanupFailed"
 	// ReasonStatusWriteFailed: writing the owner's status failed, so the status cannot say so;
@@ -128,6 +136,10 @@ func (r *outcome) summarize() {
 			if isTerminal(n.err) {
 				if r.terminal == nil {
 					r.terminal, r.reason = n.err, ReasonObjectInvalid
+					var rs reasoned
+					if errors.As(n.err, &rs) {
+						r.reason = rs.conditionReason()
+					}
 				}
 			} else if r.transient == nil {
 				r.transient, r.reason = n.err, ReasonNodeFailed
@@ -138,8 +150,14 @@ func (r *outcome) summarize() {
 			r.canceled++
 		}
 	}
-	if r.prune.err != nil && r.transient == nil {
-		r.transient, r.reason = r.prune.err, ReasonNodeFailed
+}
+
+// recordPrune records what prune did. A failed deletion fails the reconcile (retried with
+// backoff) and keeps the owner from Ready: an object the graph no longer wants is still there.
+func (r *outcome) recordPrune(p pruneResult) {
+	r.prune = p
+	if p.err != nil && r.transient == nil {
+		r.transient, r.reason = p.err, ReasonPruneFailed
 	}
 }
 

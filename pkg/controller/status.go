@@ -263,7 +263,9 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 				updated = append(updated, n.spec.id)
 			}
 		case ActionAdopted:
-			c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
+			if n.live != nil { // the write went through
+				c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
+			}
 		case ActionHeld:
 			var conflict *DriftConflictError
 			if errors.As(n.err, &conflict) && conflict.started {
@@ -318,9 +320,20 @@ func (c *Controller) emitConditionEvents(owner client.Object, old, next *api.Sta
 	}
 	oldFailing := meta.FindStatusCondition(old.Conditions, api.ConditionReconciling)
 	newFailing := meta.FindStatusCondition(next.Conditions, api.ConditionReconciling)
-	if newFailing != nil && newFailing.Reason == ReasonNodeFailed && (oldFailing == nil || oldFailing.Message != newFailing.Message) {
-		c.event(owner, corev1.EventTypeWarning, ReasonNodeFailed, "%s", newFailing.Message)
+	if newFailing != nil && retriedFailure(newFailing.Reason) &&
+		(oldFailing == nil || oldFailing.Reason != newFailing.Reason || oldFailing.Message != newFailing.Message) {
+		c.event(owner, corev1.EventTypeWarning, newFailing.Reason, "%s", newFailing.Message)
 	}
+}
+
+// retriedFailure reports whether reason is the Reconciling reason of a failure that is retried
+// with backoff: each new one gets a Warning event with its reason.
+func retriedFailure(reason string) bool {
+	switch reason {
+	case ReasonNodeFailed, ReasonPruneFailed, ReasonValidationFailed, ReasonBuildFailed:
+		return true
+	}
+	return false
 }
 
 // statusWriteFailed reports a failed status write in a Warning event: the status cannot carry

@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// isTerminal reports whether err cannot be fixed by retrying, only by a change of the owner's
+// spec (design.md §2.9): a reconcile.TerminalError (an author's or a failed object's), or the
+// API server's own validation of an object kdag rendered (isRejectedAsInvalid). Everything else
+// is transient: an admission webhook's or policy's denial, RBAC, a conflict, a 400 the server
+// gives for other reasons are fixed elsewhere, so they are retried with backoff and shown.
+func isTerminal(err error) bool {
+	return errors.Is(err, reconcile.TerminalError(nil)) || isRejectedAsInvalid(err)
+}
+
+// isRejectedAsInvalid reports whether err is the API server's own validation refusing an
+// object: 422 Invalid with at least one cause that points into the object (a field path). A
+// ValidatingAdmissionPolicy's denial is also 422 Invalid, but its cause names no field, and an
+// admission webhook's denial says so in its message: both are policy decisions an
+// administrator can change, not spec errors.
+func isRejectedAsInvalid(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	st := status.Status()
+	if st.Code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid || deniedByAdmission(st.Message) {
+		return false
+	}
+	if st.Details == nil {
+		return false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Field != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// deniedByAdmission reports whether an API error message comes from an admission webhook or an
+// admission policy (k8s.io/apiserver's webhook and policy plugins word them so).
+func deniedByAdmission(msg string) bool {
+	return strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
+		strings.Contains(msg, " denied request: ")
+}
+
+// reasoned is implemented by node errors that carry the condition reason the owner should show
+// (a failed Job's BackoffLimitExceeded, a stalled child's own reason).
+type reasoned interface{ conditionReason() string }
+
+// conditionReasonPattern is the format of metav1.Condition.Reason (its validation pattern).
+var conditionReasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// validReason returns reason if it is a valid condition reason, else fallback.
+func validReason(reason, fallback string) string {
+	if len(reason) <= 1024 && conditionReasonPattern.MatchString(reason) {
+		return reason
+	}
+	return fallback
+}
+
+// ObjectFailedError is a node's error when its object failed for good as kstatus judges it
+// (sigs.k8s.io/cli-utils/pkg/kstatus: a Job past its backoff limit or deadline, a Deployment
+// past its progress deadline, a resource with Stalled=True). It is terminal: the owner is
+// Stalled with the object's own reason and message, and is not retried until the owner
+// changes or the object's watch reports a change (a new desired object, such as a new migration
+// Job for a new version, or the failed object deleted so that kdag creates it again).
+type ObjectFailedError struct {
+	// Node is the failed node.
+	Node NodeID
+	// Reason is the object's reason for the failure (the reason of its Failed or Stalled
+	// condition), a valid condition reason; ReasonObjectFailed when it gives none.
+	Reason string
+	// Message is the object's message for the failure.
+	Message string
+}
+
+func (e *ObjectFailedError) Error() string {
+	return fmt.Sprintf("%s failed (%s): %s", e.Node, e.Reason, e.Message)
+}
+
+// Is makes errors.Is(err, reconcile.TerminalError(nil)) hold: only a change helps.
+func (e *ObjectFailedError) Is(target error) bool {
+	return errors.Is(reconcile.TerminalError(nil), target)
+}
+
+func (e *ObjectFailedError) conditionReason() string { return e.Reason }
+
+// newObjectFailed describes the failure of live, which kstatus called Failed with
+// kstatusMessage: the reason and message of its first True condition of type Failed or Stalled
+// (a Job's Failed, a kstatus-style Stalled), or of a Progressing=False condition (a Deployment
+// past its progress deadline), else kstatus' message.
+func newObjectFailed(id NodeID, live *unstructured.Unstructured, kstatusMessage string) *ObjectFailedError {
+	e := &ObjectFailedError{Node: id, Reason: ReasonObjectFailed, Message: kstatusMessage}
+	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		typ, status := fmt.Sprint(m["type"]), fmt.Sprint(m["status"])
+		if (typ == "Failed" || typ == "Stalled") && status == "True" || typ == "Progressing" && status == "False" {
+			reason, _ := m["reason"].(string)
+			msg, _ := m["message"].(string)
+			e.Reason = validReason(reason, ReasonObjectFailed)
+			if msg != "" {
+				e.Message = msg
+			}
+			break
+		}
+	}
+	return e
+}
