@@ -46,7 +46,9 @@ func (ResourceManager) OwnedTypes() []client.Object {
 func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
 	s := owner.(*giteav1alpha1.GiteaServer)
 
-	database := b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name))
+	database := b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name), controller.RequireKeys(
+		giteav1alpha1.DatabaseSecretHostKey, giteav1alpha1.DatabaseSecretPortKey, giteav1alpha1.DatabaseSecretUserKey,
+		giteav1alpha1.DatabaseSecretPasswordKey, giteav1alpha1.DatabaseSecretDatabaseKey))
 	secrets := b.Add(generatedSecret(s), controller.CreateOnly())
 	config := b.Add(configMap(s))
 	data := b.Add(dataClaim(s))
@@ -57,7 +59,8 @@ func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *c
 		b.Add(ingress(s), controller.DependsOn(service))
 	}
 	if s.Spec.Admin != nil {
-		admin := b.Reference(referencedSecret(s.Spec.Admin.SecretRef.Name))
+		admin := b.Reference(referencedSecret(s.Spec.Admin.SecretRef.Name), controller.RequireKeys(
+			giteav1alpha1.AdminSecretUsernameKey, giteav1alpha1.AdminSecretPasswordKey, giteav1alpha1.AdminSecretEmailKey))
 		b.Add(adminJob(s), controller.CreateOnly(), controller.DependsOn(server, admin))
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -63,6 +64,16 @@ func CreateOnly() NodeOption { return func(s *nodeSpec) { s.createOnly = true } 
 // object is never written and the node fails with an adoption conflict.
 func Adopt() NodeOption { return func(s *nodeSpec) { s.adopt = true } }
 
+// RequireKeys names the keys that the dependents of a Builder.Reference to a Secret or a
+// ConfigMap read. Until the object holds every one of them (in data, binaryData or stringData)
+// the node waits, and the owner's status names the object and the missing keys; and only these
+// keys feed the dependents' dependencies hash, so a change of another key rolls no pod. Without
+// it every key counts and none is required. It applies to Reference nodes of those kinds only:
+// elsewhere it is a build error.
+func RequireKeys(keys ...string) NodeOption {
+	return func(s *nodeSpec) { s.requireKeys = append(s.requireKeys, keys...) }
+}
+
 // ReadyWhen replaces the kstatus readiness rule for the node.
 func ReadyWhen(fn ReadyFunc) NodeOption { return func(s *nodeSpec) { s.readyWhen = fn } }
 
@@ -85,8 +96,11 @@ type nodeSpec struct {
 	createOnly bool
 	adopt      bool
 	reference  bool // Builder.Reference: never written, ready once it exists
-	readyWhen  ReadyFunc
-	mutations  []Mutation
+	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
+	// sorted and without duplicates.
+	requireKeys []string
+	readyWhen   ReadyFunc
+	mutations   []Mutation
 }
 
 // Builder records the nodes of one owner's graph during AddResources. It is not safe for
@@ -116,15 +130,23 @@ func (b *Builder) Add(obj client.Object, opts ...NodeOption) Node {
 
 // Reference adds a node for an object the owner needs but kdag does not manage, such as a
 // Secret that the user creates and the owner's spec names. Only obj's type, namespace and name
-// count. kdag never writes, adopts, prunes or deletes it, and its type need not be an owned type
-// (the manager needs RBAC get on it). The node is ready once the object exists. Until then it
-// waits: its dependents do not run, the owner is Reconciling with "waiting for Secret ns/db
-// (it does not exist yet: create it)", and since no watch covers objects kdag does not own, the
-// owner is reconciled again after Options.ReferenceRecheck. The check is one uncached metadata
-// read (never the object's content), done until the object has been seen once by this process.
-// The object's content does not enter its dependents' dependencies hash.
-func (b *Builder) Reference(obj client.Object) Node {
-	return b.add("Reference", obj, true, nil)
+// count, and the only option that applies is RequireKeys. kdag never writes, adopts, prunes or
+// deletes it, and its type need not be an owned type (the manager needs RBAC get, list and watch
+// on it).
+//
+// The node is checked on every reconcile, from a cache of the referenced objects' metadata, and
+// a change of the object reconciles its owners again. The node is ready once the object exists
+// and holds the keys RequireKeys names. Until then it waits: its dependents do not run, and the
+// owner is Reconciling with "waiting for Secret ns/db (it does not exist yet: create it)" or
+// "(it has no keys password, user: add them)". Its content (the required keys, or all of a
+// Secret's or ConfigMap's data, or another kind's spec) feeds its dependents' dependencies
+// hash like an owned object's, so rotating a referenced password rolls the pods that read it.
+// The content is read from the API server only when the object's resourceVersion moved since
+// kdag last read it, and only its hash is kept.
+//
+// Referencing the same object again returns the same node, requiring the keys of both calls.
+func (b *Builder) Reference(obj client.Object, opts ...NodeOption) Node {
+	return b.add("Reference", obj, true, opts)
 }
 
 func (b *Builder) add(verb string, obj client.Object, reference bool, opts []NodeOption) Node {
@@ -154,7 +176,16 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 	for _, opt := range opts {
 		opt(s)
 	}
-	if _, dup := b.index[s.id]; dup {
+	if err := checkOptions(verb, s); err != nil {
+		return b.fail(err)
+	}
+	slices.Sort(s.requireKeys)
+	s.requireKeys = slices.Compact(s.requireKeys)
+	if i, dup := b.index[s.id]; dup {
+		if prev := b.nodes[i]; reference && prev.reference {
+			prev.requireKeys = slices.Compact(slices.Sorted(slices.Values(append(prev.requireKeys, s.requireKeys...))))
+			return Node{id: prev.id, index: i}
+		}
 		return b.fail(errors.Errorf("%s %s: added twice", verb, s.id))
 	}
 	for _, blocker := range s.blockers {
@@ -165,6 +196,24 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 	b.index[s.id] = len(b.nodes)
 	b.nodes = append(b.nodes, s)
 	return Node{id: s.id, index: len(b.nodes) - 1}
+}
+
+// checkOptions returns an error when an option does not apply to the node: a Reference takes
+// RequireKeys only, and only for a Secret or a ConfigMap; RequireKeys applies to nothing else.
+func checkOptions(verb string, s *nodeSpec) error {
+	if !s.reference {
+		if len(s.requireKeys) > 0 {
+			return errors.Errorf("%s %s: RequireKeys applies to a Reference only", verb, s.id)
+		}
+		return nil
+	}
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.readyWhen != nil || len(s.mutations) > 0 {
+		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
+	}
+	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {
+		return errors.Errorf("%s %s: RequireKeys applies to a Secret or a ConfigMap only", verb, s.id)
+	}
+	return nil
 }
 
 // defaultNamespace gives a namespaced object without a namespace the owner's.

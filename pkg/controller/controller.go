@@ -61,9 +61,8 @@ type Controller struct {
 
 	// drift limits how often another writer's changes to one object are reverted.
 	drift *driftBudget
-	// referenced remembers the Builder.Reference objects seen to exist (NodeID -> types.UID), so
-	// that each is read once per process.
-	referenced sync.Map
+	// refs checks the objects of Builder.Reference nodes and wakes their owners on a change.
+	refs *references
 }
 
 type ownedType struct {
@@ -93,9 +92,11 @@ func New(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Co
 	for _, t := range c.owned {
 		b = b.Owns(t.obj)
 	}
-	if err := b.Complete(c); err != nil {
+	registered, err := b.Build(c)
+	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s: register with the manager", name)
 	}
+	c.refs.ctrl = registered
 	return c, nil
 }
 
@@ -125,6 +126,11 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)
 	}
+	refs, err := newReferences(mgr, o.ReferenceNamespaces)
+	if err != nil {
+		return nil, errors.Wrapf(err, "controller %s", name)
+	}
+	c.refs = refs
 	_, isCleaner := rm.(Cleaner)
 	c.teardown = o.OrderedTeardown || isCleaner
 
@@ -215,6 +221,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.metrics.ForgetOwner(c.name, req.String())
+			c.refs.untrack(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName)
@@ -307,6 +314,10 @@ func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *out
 	}
 	if err := b.err(); err != nil {
 		r.terminal, r.reason = err, ReasonBuildFailed
+		return nil, nil
+	}
+	if err := c.refs.track(ctx, client.ObjectKeyFromObject(owner), b.nodes); err != nil {
+		r.transient, r.reason = err, ReasonBuildFailed
 		return nil, nil
 	}
 	if b.nodes == nil {

@@ -217,6 +217,19 @@ type fixture struct {
 
 func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
 	t.Helper()
+	return startFixture(t, false, rm, opts...)
+}
+
+// newRegisteredFixture is newFixture with the Controller registered with the manager (New): its
+// watches reconcile owners by themselves, and tests wait for the effect rather than call
+// Reconcile.
+func newRegisteredFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
+	t.Helper()
+	return startFixture(t, true, rm, opts...)
+}
+
+func startFixture(t testing.TB, register bool, rm ResourceManager, opts ...Option) *fixture {
+	t.Helper()
 	f := &fixture{t: t, ns: env.Namespace(t), calls: &calls{}, cl: env.Client, rm: rm, opts: opts}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
@@ -233,7 +246,11 @@ func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
 		t.Fatalf("new manager: %v", err)
 	}
 	f.mgr = mgr
-	f.c, err = newController(mgr, "widget-"+f.ns, rm, opts...)
+	if register {
+		f.c, err = New(mgr, "widget-"+f.ns, rm, opts...)
+	} else {
+		f.c, err = newController(mgr, "widget-"+f.ns, rm, opts...)
+	}
 	if err != nil {
 		t.Fatalf("new controller: %v", err)
 	}

@@ -24,7 +24,7 @@ import (
 func (c *Controller) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
 	res := &results[i]
 	if s.reference {
-		return c.checkReference(ctx, s, res)
+		return c.refs.check(ctx, s, res)
 	}
 	desired, err := c.desired(ctx, owner, s, results)
 	if err != nil {
@@ -126,40 +126,16 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 }
 
 // dependenciesHash combines the content hashes of the node's blockers, "" without blockers.
-// References (Builder.Reference) are left out: kdag never reads their content.
+// A Builder.Reference counts like an owned object: the hash of the keys its dependents read.
 func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 	hashes := make(map[string]string, len(s.blockers))
 	for _, b := range s.blockers {
-		if !results[b.index].spec.reference {
-			hashes[b.id.String()] = results[b.index].contentHash
-		}
+		hashes[b.id.String()] = results[b.index].contentHash
 	}
 	if len(hashes) == 0 {
 		return ""
 	}
 	return resources.CombineHashes(hashes)
-}
-
-// checkReference returns nil when the object of a Builder.Reference node exists, and a
-// *waitingError asking the owner to be reconciled again after Options.ReferenceRecheck when it
-// does not. It reads the object's metadata only (never a Secret's data), once: the object is
-// not in the cache, which holds what kdag applied.
-func (c *Controller) checkReference(ctx context.Context, s *nodeSpec, res *nodeResult) error {
-	if _, seen := c.referenced.Load(s.id); seen {
-		return nil
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(s.gvk)
-	err := c.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), obj)
-	switch {
-	case apierrors.IsNotFound(err):
-		res.requeueAfter = c.opts.ReferenceRecheck
-		return &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
-	case err != nil:
-		return errors.Wrapf(err, "%s: read", s.id)
-	}
-	c.referenced.Store(s.id, obj.GetUID())
-	return nil
 }
 
 // create writes a node's object that the cache does not hold. The cache only holds objects

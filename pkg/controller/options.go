@@ -52,9 +52,10 @@ type Options struct {
 	// minutes.
 	DriftBackoffMax time.Duration
 
-	// ReferenceRecheck is how long after a reconcile that found a Builder.Reference object
-	// missing the owner is reconciled again to look for it. Default: 30 seconds.
-	ReferenceRecheck time.Duration
+	// ReferenceNamespaces are the namespaces whose objects Builder.Reference nodes may name: the
+	// Controller watches the metadata of the referenced kinds there (the manager needs RBAC list
+	// and watch on them). Default: all namespaces.
+	ReferenceNamespaces []string
 }
 
 // Option sets a field of Options.
@@ -91,8 +92,10 @@ func WithDriftBackoff(initial, maxBackoff time.Duration) Option {
 	return func(o *Options) { o.DriftBackoff, o.DriftBackoffMax = initial, maxBackoff }
 }
 
-// WithReferenceRecheck sets Options.ReferenceRecheck.
-func WithReferenceRecheck(d time.Duration) Option { return func(o *Options) { o.ReferenceRecheck = d } }
+// WithReferenceNamespaces sets Options.ReferenceNamespaces.
+func WithReferenceNamespaces(namespaces ...string) Option {
+	return func(o *Options) { o.ReferenceNamespaces = append(o.ReferenceNamespaces, namespaces...) }
+}
 
 // WithOwnedTypes adds to Options.OwnedTypes.
 func WithOwnedTypes(objs ...client.Object) Option {
@@ -125,7 +128,4 @@ func (o *Options) defaults(name string) {
 		o.DriftBackoffMax = 10 * time.Minute
 	}
 	o.DriftBackoffMax = max(o.DriftBackoffMax, o.DriftBackoff)
-	if o.ReferenceRecheck <= 0 {
-		o.ReferenceRecheck = 30 * time.Second
-	}
 }

@@ -34,6 +34,8 @@ type PlannedNode struct {
 	Adopt      bool
 	// Reference is a Builder.Reference node: an object kdag needs but never writes.
 	Reference bool
+	// RequireKeys are the keys a Reference node's object must hold (RequireKeys), sorted.
+	RequireKeys []string
 	// Object is the object as AddResources added it, before mutations. Secrets carry their
 	// generated values: never print them (see Plan's users for redaction).
 	Object client.Object
@@ -52,7 +54,7 @@ func NewPlan(ctx context.Context, rm ResourceManager, owner client.Object, schem
 	}
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
 	for i, s := range b.nodes {
-		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Reference: s.reference, Object: s.obj}
+		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Reference: s.reference, RequireKeys: s.requireKeys, Object: s.obj}
 		for _, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
 		}
@@ -138,6 +140,9 @@ func (n PlannedNode) describe() string {
 	}
 	if n.Reference {
 		parts = append(parts, "reference: must exist, never written")
+	}
+	if len(n.RequireKeys) > 0 {
+		parts = append(parts, "keys "+strings.Join(n.RequireKeys, ", "))
 	}
 	if len(parts) == 0 {
 		return ""

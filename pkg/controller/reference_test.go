@@ -2,13 +2,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kdag-dev/kdag/pkg/api"
@@ -24,22 +26,18 @@ var referenceRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
 }}
 
 // TestReference_WaitsForMissingObjectThenProceeds: a referenced Secret that does not exist
-// keeps its dependents waiting, the owner Reconciling with a message naming it, and the owner
-// requeued after ReferenceRecheck; once the user creates it, the graph proceeds. kdag never
-// writes, labels, prunes or deletes it, and reads it once.
+// keeps its dependents waiting and the owner Reconciling with a message naming it; once the
+// user creates it, the graph proceeds. kdag never writes, labels, prunes or deletes it, and
+// reads its content once while it does not change.
 func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
-	f := newFixture(t, referenceRM, WithReferenceRecheck(7*time.Second), WithOrderedTeardown())
+	f := newFixture(t, referenceRM, WithOrderedTeardown())
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
 	secretID := "Secret " + f.ns + "/app-db"
 
 	f.calls.reset()
-	res, err := f.c.Reconcile(context.Background(), req)
-	if err != nil {
+	if _, err := f.c.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("reconcile without the Secret: %v", err)
-	}
-	if res.RequeueAfter != 7*time.Second {
-		t.Errorf("RequeueAfter %s, want ReferenceRecheck (7s): no watch covers the Secret", res.RequeueAfter)
 	}
 	for _, w := range f.objectWrites() {
 		if strings.Contains(w, "/secrets") {
@@ -62,13 +60,14 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	if err := f.cl.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
+	f.waitReferenced(&corev1.Secret{}, "app-db", true)
 	f.settle("app")
 	if c := condition(f.status("app"), api.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready condition %+v after the Secret was created, want True", c)
 	}
 	f.get(&corev1.ConfigMap{}, "app-config")
 
-	// Seen once: later reconciles do not read it again.
+	// Read once: later reconciles of the unchanged Secret do not read it again.
 	f.calls.reset()
 	if res, err := f.c.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("reconcile of the settled owner: %+v, %v; want no requeue, no error", res, err)
@@ -101,5 +100,202 @@ func TestPlan_ReferenceNode(t *testing.T) {
 	}
 	if got, want := plan.Nodes[0].String(), "Secret ns/app-db  (reference: must exist, never written)"; got != want {
 		t.Errorf("reference node renders as %q, want %q", got, want)
+	}
+}
+
+// waitReferenced waits until the Controller's cache of referenced objects holds obj's kind named
+// name (or, with exists false, no longer holds it).
+func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
+	f.t.Helper()
+	gvk, err := f.mgr.GetClient().GroupVersionKindFor(obj)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	eventually(f.t, fmt.Sprintf("referenced %s %s present: %v", gvk.Kind, name, exists), func() bool {
+		m, err := f.c.refs.cached(context.Background(), gvk, f.ns, name)
+		return err == nil && exists == (m != nil)
+	})
+}
+
+// keysRM: the Widget's Deployment reads keys host, user and password of the user's Secret
+// "<name>-db", which it references with RequireKeys.
+var keysRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}}, RequireKeys("host", "user", "password"))
+	b.Add(&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
+					EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-db"}}}},
+				}}},
+			},
+		},
+	}, DependsOn(db), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	return nil
+}}
+
+// setSecret creates or replaces the fixture namespace's Secret name with data, and waits until
+// the cache of referenced objects holds that version.
+func (f *fixture) setSecret(name string, data map[string]string) {
+	f.t.Helper()
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+	if err := f.cl.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+		s.StringData = data
+		if err := f.cl.Create(ctx, s); err != nil {
+			f.t.Fatal(err)
+		}
+	} else {
+		s.Data, s.StringData = nil, data
+		if err := f.cl.Update(ctx, s); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	eventually(f.t, "the cache of referenced objects sees Secret "+name+" at "+s.ResourceVersion, func() bool {
+		m, err := f.c.refs.cached(ctx, corev1.SchemeGroupVersion.WithKind("Secret"), f.ns, name)
+		return err == nil && m != nil && m.GetResourceVersion() == s.ResourceVersion
+	})
+}
+
+// TestReference_RecheckedOnEveryReconcile (4): a reference is checked on every reconcile, not
+// trusted once seen: a Secret that lacks a required key keeps its dependents waiting with a
+// message naming the object and the keys, a deleted one is noticed, and neither costs an
+// uncached read while the Secret does not change.
+func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
+	f := newFixture(t, keysRM)
+	secretID := "Secret " + f.ns + "/app-db"
+	f.setSecret("app-db", map[string]string{"host": "db.example.com"})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	want := "waiting for " + secretID + " (it has no keys password, user: add them)"
+	if c := condition(f.status("app"), api.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+		t.Fatalf("Ready condition %+v, want False with %q", c, want)
+	}
+	if !f.notFound(&appsv1.Deployment{}, "app") {
+		t.Error("the Deployment was created although its Secret lacks keys it reads")
+	}
+	f.calls.reset()
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if writes, reads := f.calls.snapshot(); len(writes)+len(reads) != 0 {
+		t.Errorf("reconcile of an unchanged owner and Secret: writes %v, uncached reads %v; want none", writes, reads)
+	}
+
+	f.setSecret("app-db", map[string]string{"host": "db.example.com", "user": "gitea", "password": "s3cret"})
+	f.settle("app")
+	if !isTrue(f.status("app"), api.ConditionReady) {
+		t.Fatalf("conditions %+v once the Secret has every key, want Ready=True", f.status("app").Conditions)
+	}
+
+	if err := f.cl.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-db"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReferenced(&corev1.Secret{}, "app-db", false)
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	want = "waiting for " + secretID + " (it does not exist yet: create it)"
+	if c := condition(f.status("app"), api.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+		t.Errorf("Ready condition %+v after the Secret was deleted, want False with %q", c, want)
+	}
+}
+
+// TestReference_ChangeWakesItsOwners (4): with the Controller registered, creating the
+// referenced Secret reconciles the waiting owner by itself (no polling, no requeue timer).
+func TestReference_ChangeWakesItsOwners(t *testing.T) {
+	f := newRegisteredFixture(t, keysRM)
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+	eventually(t, "the owner waits for its Secret", func() bool {
+		c := condition(f.status("app"), api.ConditionReady)
+		return c != nil && strings.Contains(c.Message, "does not exist yet")
+	})
+	f.setSecret("app-db", map[string]string{"host": "h", "user": "u"})
+	eventually(t, "the owner names the missing key", func() bool {
+		c := condition(f.status("app"), api.ConditionReady)
+		return c != nil && strings.Contains(c.Message, "it has no key password: add it")
+	})
+	f.setSecret("app-db", map[string]string{"host": "h", "user": "u", "password": "p"})
+	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), api.ConditionReady) })
+}
+
+// TestReference_RotationRollsDependents (9): a referenced Secret's required keys feed its
+// dependents' dependencies hash, so rotating the password changes the Deployment's pod
+// template (its pods roll); a key the dependents do not read changes nothing.
+func TestReference_RotationRollsDependents(t *testing.T) {
+	f := newFixture(t, keysRM)
+	f.setSecret("app-db", map[string]string{"host": "h", "user": "u", "password": "old"})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+	f.settle("app")
+	podHash := func() string {
+		d := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment)
+		return d.Spec.Template.Annotations[AnnotationDependenciesHash]
+	}
+	before := podHash()
+	if before == "" {
+		t.Fatal("the Deployment's pod template has no dependencies hash")
+	}
+
+	f.setSecret("app-db", map[string]string{"host": "h", "user": "u", "password": "old", "comment": "not read"})
+	if writes := f.settle("app"); len(writes) != 0 {
+		t.Errorf("a key no dependent reads changed: writes %v, want none", writes)
+	}
+	if got := podHash(); got != before {
+		t.Errorf("pod template hash %s → %s for a key no dependent reads", before, got)
+	}
+
+	f.setSecret("app-db", map[string]string{"host": "h", "user": "u", "password": "rotated", "comment": "not read"})
+	f.settle("app")
+	if got := podHash(); got == before {
+		t.Error("the password was rotated and the pod template's dependencies hash did not change: the pods do not roll")
+	}
+}
+
+// TestBuilder_ReferenceOptions: a Reference takes RequireKeys only, RequireKeys applies to a
+// Secret or ConfigMap Reference only, and referencing one object twice (a Secret that holds both
+// the database and the administrator credentials) is one node requiring both sets of keys.
+func TestBuilder_ReferenceOptions(t *testing.T) {
+	secret := func() *corev1.Secret { return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "all-in-one"}} }
+	for _, tc := range []struct {
+		name    string
+		add     func(b *Builder)
+		wantErr string
+		want    string // the plan's first node
+	}{
+		{"shared Secret", func(b *Builder) {
+			b.Reference(secret(), RequireKeys("host", "password"))
+			b.Reference(secret(), RequireKeys("username", "password"))
+		}, "", "Secret ns/all-in-one  (reference: must exist, never written; keys host, password, username)"},
+		{"RequireKeys on an owned object", func(b *Builder) { b.Add(secret(), RequireKeys("k")) }, "RequireKeys applies to a Reference only", ""},
+		{"CreateOnly on a Reference", func(b *Builder) { b.Reference(secret(), CreateOnly()) }, "a Reference takes no option but RequireKeys", ""},
+		{"RequireKeys on a Service", func(b *Builder) {
+			b.Reference(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, RequireKeys("k"))
+		}, "RequireKeys applies to a Secret or a ConfigMap only", ""},
+		{"the same object referenced and owned", func(b *Builder) {
+			b.Reference(secret())
+			b.Add(secret())
+		}, "added twice", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { tc.add(b); return nil }}
+			plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("NewPlan error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Nodes) != 1 || plan.Nodes[0].String() != tc.want {
+				t.Errorf("plan nodes %v, want one: %q", plan.Nodes, tc.want)
+			}
+		})
 	}
 }

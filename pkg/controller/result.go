@@ -86,9 +86,6 @@ type nodeResult struct {
 	wait        time.Duration
 	duration    time.Duration
 	detail      string // what a waiting node waits for, when known (waitingError.detail)
-	// requeueAfter asks for another reconcile that long after this one, for a node no watch
-	// wakes up (a missing Builder.Reference object); 0 for none.
-	requeueAfter time.Duration
 }
 
 // waitingError is returned by a node whose object is applied but not ready: its dependents do
@@ -122,7 +119,6 @@ func (r *outcome) summarize() {
 			r.ready++
 		case stateWaiting:
 			r.waiting++
-			r.requeueAt(n.requeueAfter)
 		case stateFailed:
 			r.failed++
 			var conflict *DriftConflictError

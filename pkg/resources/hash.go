@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -145,4 +146,50 @@ func hashJSON(v any) (string, error) {
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:HashLength]
+}
+
+// SelectKeys returns a copy of the Secret or ConfigMap u whose data, stringData and binaryData
+// hold only keys, and the keys of keys that none of them holds, sorted, so that ContentHash of
+// the copy covers exactly what a dependent reads (a Secret's other keys can change without
+// rolling the pods that do not read them). With no keys the copy holds every key and nothing is
+// missing. u is not modified.
+//
+// It returns an error when u is nil or is neither a Secret nor a ConfigMap of the core group.
+func SelectKeys(u *unstructured.Unstructured, keys []string) (*unstructured.Unstructured, []string, error) {
+	if u == nil {
+		return nil, nil, errors.New("select keys: nil object")
+	}
+	if gvk := u.GroupVersionKind(); gvk.Group != "" || gvk.Kind != "Secret" && gvk.Kind != "ConfigMap" {
+		return nil, nil, errors.Errorf("select keys of %s: only a Secret or a ConfigMap has keys", describeU(u))
+	}
+	out := u.DeepCopy()
+	if len(keys) == 0 {
+		return out, nil, nil
+	}
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	found := map[string]bool{}
+	for _, field := range []string{"data", "stringData", "binaryData"} {
+		m, ok := out.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			if want[k] {
+				found[k] = true
+			} else {
+				delete(m, k)
+			}
+		}
+	}
+	var missing []string
+	for k := range want {
+		if !found[k] {
+			missing = append(missing, k)
+		}
+	}
+	slices.Sort(missing)
+	return out, missing, nil
 }

@@ -1,7 +1,9 @@
 package resources
 
 import (
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,5 +288,64 @@ func TestCombineHashes(t *testing.T) {
 				t.Errorf("equal = %v, want %v", ha == hb, tt.wantEqual)
 			}
 		})
+	}
+}
+
+func TestSelectKeys(t *testing.T) {
+	secret := func(data, stringData map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "db"}}}
+		if data != nil {
+			u.Object["data"] = data
+		}
+		if stringData != nil {
+			u.Object["stringData"] = stringData
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name        string
+		in          *unstructured.Unstructured
+		keys        []string
+		wantKeys    []string // kept in data and stringData
+		wantMissing []string
+	}{
+		{"all keys when none required", secret(map[string]any{"a": "MQ==", "b": "Mg=="}, nil), nil, []string{"a", "b"}, nil},
+		{"only the required keys", secret(map[string]any{"a": "MQ==", "b": "Mg=="}, nil), []string{"a"}, []string{"a"}, nil},
+		{"missing keys sorted", secret(map[string]any{"a": "MQ=="}, nil), []string{"z", "a", "m"}, []string{"a"}, []string{"m", "z"}},
+		{"stringData counts", secret(nil, map[string]any{"a": "1"}), []string{"a"}, []string{"a"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.in.DeepCopy()
+			out, missing, err := SelectKeys(tc.in, tc.keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(tc.in, before) {
+				t.Error("SelectKeys modified its argument")
+			}
+			var got []string
+			for _, f := range []string{"data", "stringData"} {
+				m, _ := out.Object[f].(map[string]any)
+				for k := range m {
+					got = append(got, k)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.wantKeys) || !slices.Equal(missing, tc.wantMissing) {
+				t.Errorf("kept %v missing %v, want %v and %v", got, missing, tc.wantKeys, tc.wantMissing)
+			}
+		})
+	}
+	// Only the selected keys feed the hash.
+	a, _, _ := SelectKeys(secret(map[string]any{"a": "MQ==", "b": "Mg=="}, nil), []string{"a"})
+	b, _, _ := SelectKeys(secret(map[string]any{"a": "MQ==", "b": "changed"}, nil), []string{"a"})
+	ha, _ := ContentHash(a)
+	hb, _ := ContentHash(b)
+	if ha != hb {
+		t.Error("a key outside the selection changed the content hash")
+	}
+	if _, _, err := SelectKeys(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service"}}, []string{"a"}); err == nil {
+		t.Error("SelectKeys of a Service: no error")
 	}
 }

@@ -88,7 +88,7 @@ func externalDB(name string) map[string]any {
 func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
 	ns := namespace(t, "corpus")
 	terminating := terminatingNamespace(t)
-	startOperator(t, []string{ns, terminating}, controller.WithReferenceRecheck(2*time.Second))
+	startOperator(t, []string{ns, terminating}, controller.WithReferenceNamespaces(ns, terminating))
 	ctx := t.Context()
 
 	// The valid owners, reconciled at the same time as the bad ones.

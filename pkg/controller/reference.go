@@ -1,0 +1,361 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kdag-dev/kdag/pkg/resources"
+)
+
+// references checks the objects of Builder.Reference nodes on every reconcile and wakes their
+// owners when they change. Referenced objects carry no kdag label, so the manager's
+// label-selected cache does not hold them: references keeps informers of its own that hold only
+// their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
+// informers), one per referenced kind (and namespace, with Options.ReferenceNamespaces),
+// started at the first reference of the kind. An object's content (its keys and their hash) is
+// read from the API server only when its resourceVersion moved since kdag last read it, so an
+// unchanged owner costs no uncached read.
+//
+// It is a manager Runnable: the manager starts it with the caches and stops its informers, and
+// waits for them, when it stops.
+type references struct {
+	client     metadata.Interface
+	mapper     meta.RESTMapper
+	reader     client.Reader // uncached, for the content
+	namespaces map[string]bool
+	started    chan struct{} // closed by Start, which sets ctx
+
+	mu        sync.Mutex // guards the fields below
+	ctx       context.Context
+	factories map[string]metadatainformer.SharedInformerFactory // by namespace; "" for all
+	watched   map[informerKey]bool
+	ctrl      watchRegistrar // nil when the Controller is not registered with the manager (tests)
+	owners    map[NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
+	refs      map[types.NamespacedName][]*nodeSpec     // owner → its Reference nodes
+	seen      map[referenceKey]referenceState
+}
+
+// informerKey identifies one informer of references: a kind in a namespace ("" for all).
+type informerKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+}
+
+// referenceKey identifies what kdag remembers of a referenced object: its content as far as a
+// set of required keys (sorted, joined) goes.
+type referenceKey struct {
+	id   NodeID
+	keys string
+}
+
+func keyOf(s *nodeSpec) referenceKey {
+	return referenceKey{id: s.id, keys: strings.Join(s.requireKeys, "\x00")}
+}
+
+// watchRegistrar is the part of a controller-runtime controller references needs.
+type watchRegistrar interface {
+	Watch(src source.TypedSource[reconcile.Request]) error
+}
+
+var _ watchRegistrar = crcontroller.Controller(nil)
+
+// referenceState is what kdag knows of a referenced object's content as of resourceVersion: the
+// hash of the keys its dependents read and the keys it lacks. Never the content itself.
+type referenceState struct {
+	uid             types.UID
+	resourceVersion string
+	contentHash     string
+	missing         []string
+}
+
+// newReferences creates the informers of referenced objects (in namespaces, all when empty) and
+// adds them to mgr, which starts them with the caches.
+func newReferences(mgr ctrl.Manager, namespaces []string) (*references, error) {
+	mc, err := metadata.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, errors.Wrap(err, "create the metadata client of referenced objects")
+	}
+	r := &references{
+		client: mc, mapper: mgr.GetRESTMapper(), reader: mgr.GetAPIReader(),
+		namespaces: map[string]bool{}, started: make(chan struct{}),
+		factories: map[string]metadatainformer.SharedInformerFactory{},
+		watched:   map[informerKey]bool{},
+		owners:    map[NodeID]map[types.NamespacedName]bool{},
+		refs:      map[types.NamespacedName][]*nodeSpec{},
+		seen:      map[referenceKey]referenceState{},
+	}
+	for _, ns := range namespaces {
+		r.namespaces[ns] = true
+	}
+	if err := mgr.Add(r); err != nil {
+		return nil, errors.Wrap(err, "add the informers of referenced objects to the manager")
+	}
+	return r, nil
+}
+
+// Start implements manager.Runnable: informers start from now on, and stop, waited for, when ctx
+// ends.
+func (r *references) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
+	close(r.started)
+	<-ctx.Done()
+	r.mu.Lock()
+	factories := maps.Clone(r.factories)
+	r.mu.Unlock()
+	for _, f := range factories {
+		f.Shutdown()
+	}
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: like a cache, every replica runs
+// it.
+func (r *references) NeedLeaderElection() bool { return false }
+
+// informer returns the synced informer that holds objects of gvk in namespace, starting it
+// (and, for a registered Controller, watching it) the first time.
+func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
+	select {
+	case <-r.started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, errors.Wrapf(err, "find the resource of referenced kind %s", gvk.Kind)
+	}
+	key := informerKey{gvk: gvk}
+	if len(r.namespaces) > 0 && namespace != "" {
+		if !r.namespaces[namespace] {
+			return nil, errors.Errorf("namespace %s is not one of the controller's ReferenceNamespaces", namespace)
+		}
+		key.namespace = namespace
+	}
+	r.mu.Lock()
+	f := r.factories[key.namespace]
+	if f == nil {
+		f = metadatainformer.NewFilteredSharedInformerFactory(r.client, 0, key.namespace, nil)
+		r.factories[key.namespace] = f
+	}
+	inf := f.ForResource(mapping.Resource).Informer()
+	if _, known := r.watched[key]; !known {
+		if err := inf.SetTransform(stripManagedFields); err != nil {
+			r.mu.Unlock()
+			return nil, errors.Wrapf(err, "set up the informer of referenced %s objects", gvk.Kind)
+		}
+		r.watched[key] = false
+	}
+	f.Start(r.ctx.Done())
+	watch := r.ctrl != nil && !r.watched[key]
+	r.watched[key] = r.watched[key] || watch
+	r.mu.Unlock()
+	if watch {
+		src := &source.Informer{Informer: inf, Handler: handler.EnqueueRequestsFromMapFunc(r.ownersOf(gvk))}
+		if err := r.ctrl.Watch(src); err != nil {
+			r.mu.Lock()
+			r.watched[key] = false
+			r.mu.Unlock()
+			return nil, errors.Wrapf(err, "watch referenced %s objects", gvk.Kind)
+		}
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
+	}
+	return inf, nil
+}
+
+// stripManagedFields drops an object's managed fields before an informer stores it.
+func stripManagedFields(in any) (any, error) {
+	if m, err := meta.Accessor(in); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return in, nil
+}
+
+// track records the Reference nodes of owner's graph (replacing what it referenced before) and
+// starts watching their kinds, so that a change of any of them reconciles owner.
+func (r *references) track(ctx context.Context, owner types.NamespacedName, specs []*nodeSpec) error {
+	var refs []*nodeSpec
+	for _, s := range specs {
+		if s.reference {
+			refs = append(refs, s)
+		}
+	}
+	r.mu.Lock()
+	for _, old := range r.refs[owner] {
+		if !slices.ContainsFunc(refs, func(s *nodeSpec) bool { return s.id == old.id }) {
+			r.dropOwnerLocked(old.id, owner)
+		}
+	}
+	delete(r.refs, owner)
+	if len(refs) > 0 {
+		r.refs[owner] = refs
+	}
+	for _, s := range refs {
+		if r.owners[s.id] == nil {
+			r.owners[s.id] = map[types.NamespacedName]bool{}
+		}
+		r.owners[s.id][owner] = true
+	}
+	r.mu.Unlock()
+	for _, s := range refs {
+		if _, err := r.informer(ctx, s.gvk, s.id.Namespace); err != nil {
+			return errors.Wrapf(err, "%s", s.id)
+		}
+	}
+	return nil
+}
+
+// untrack forgets owner (it is gone).
+func (r *references) untrack(owner types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.refs[owner] {
+		r.dropOwnerLocked(s.id, owner)
+	}
+	delete(r.refs, owner)
+}
+
+// dropOwnerLocked records that owner no longer references id; what kdag knows of id's content
+// is forgotten with its last owner.
+func (r *references) dropOwnerLocked(id NodeID, owner types.NamespacedName) {
+	delete(r.owners[id], owner)
+	if len(r.owners[id]) > 0 {
+		return
+	}
+	delete(r.owners, id)
+	for k := range r.seen {
+		if k.id == id {
+			delete(r.seen, k)
+		}
+	}
+}
+
+// ownersOf returns the map function of the informer of gvk: a referenced object to the owners
+// that reference it. (Objects of metadata informers carry no kind: gvk says it.)
+func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
+	return func(_ context.Context, obj client.Object) []reconcile.Request {
+		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		reqs := make([]reconcile.Request, 0, len(r.owners[id]))
+		for owner := range r.owners[id] {
+			reqs = append(reqs, reconcile.Request{NamespacedName: owner})
+		}
+		return reqs
+	}
+}
+
+// check returns nil when the object of the Builder.Reference node s exists and holds the keys the
+// node requires, with res.contentHash set to the hash of what dependents read (the required keys,
+// or all of a Secret's or ConfigMap's data, or another kind's spec). A missing object or key
+// keeps the node waiting (*waitingError) with a message naming the object and what to do; the
+// reference's watch resumes the owner when it changes.
+func (r *references) check(ctx context.Context, s *nodeSpec, res *nodeResult) error {
+	m, err := r.cached(ctx, s.gvk, s.id.Namespace, s.id.Name)
+	switch {
+	case err != nil:
+		return errors.Wrapf(err, "%s", s.id)
+	case m == nil:
+		return &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
+	}
+	st, err := r.content(ctx, s, m)
+	if err != nil {
+		return err
+	}
+	if len(st.missing) > 0 {
+		detail := fmt.Sprintf("it has no key %s: add it", strings.Join(st.missing, ", "))
+		if len(st.missing) > 1 {
+			detail = fmt.Sprintf("it has no keys %s: add them", strings.Join(st.missing, ", "))
+		}
+		return &waitingError{msg: s.id.String() + " lacks keys " + strings.Join(st.missing, ", "), detail: detail}
+	}
+	res.contentHash = st.contentHash
+	return nil
+}
+
+// cached returns the metadata of the referenced object gvk namespace/name from its informer, or
+// nil when the informer does not hold it.
+func (r *references) cached(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (metav1.Object, error) {
+	inf, err := r.informer(ctx, gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	item, exists, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil, err
+	}
+	m, err := meta.Accessor(item)
+	return m, errors.Wrap(err, "read the informer's object")
+}
+
+// content returns what kdag knows of the content of the referenced object m: remembered while
+// its UID and resourceVersion stay the same, read from the API server otherwise.
+func (r *references) content(ctx context.Context, s *nodeSpec, m metav1.Object) (referenceState, error) {
+	r.mu.Lock()
+	st, ok := r.seen[keyOf(s)]
+	r.mu.Unlock()
+	if ok && st.uid == m.GetUID() && st.resourceVersion == m.GetResourceVersion() {
+		return st, nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.gvk)
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return st, &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
+		}
+		return st, errors.Wrapf(err, "%s: read", s.id)
+	}
+	st = referenceState{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
+	hashed := u
+	if hasKeys(s.gvk) {
+		selected, missing, err := resources.SelectKeys(u, s.requireKeys)
+		if err != nil {
+			return st, errors.Wrapf(err, "%s: select keys", s.id)
+		}
+		hashed, st.missing = selected, missing
+	}
+	hash, err := resources.ContentHash(hashed)
+	if err != nil {
+		return st, errors.Wrapf(err, "%s: hash content", s.id)
+	}
+	st.contentHash = hash
+	r.mu.Lock()
+	if _, tracked := r.owners[s.id]; tracked {
+		r.seen[keyOf(s)] = st
+	}
+	r.mu.Unlock()
+	return st, nil
+}
+
+// hasKeys reports whether objects of gvk have keys (RequireKeys applies to them).
+func hasKeys(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap")
+}
