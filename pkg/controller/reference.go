@@ -50,7 +50,7 @@ type references struct {
 	ctx       context.Context
 	factories map[string]metadatainformer.SharedInformerFactory // by namespace; "" for all
 	watched   map[informerKey]bool
-	ctrl      watchRegistrar // nil when the Controller is not registered with the manager (tests)
+	ctrl      watchRegistrar                           // nil when the Controller is not registered with the manager (tests)
 	owners    map[NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
 	refs      map[types.NamespacedName][]*nodeSpec     // owner → its Reference nodes
 	seen      map[referenceKey]referenceState
