@@ -61,8 +61,8 @@ func TestAdoption_ForeignObjectRefusedAndFailureIsolated(t *testing.T) {
 	if ready == nil || ready.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready condition %+v, want False", ready)
 	}
-	if !strings.Contains(ready.Message, cmID) || !strings.Contains(ready.Message, "Adopt") {
-		t.Errorf("Ready message %q, want it to name %s and mention Adopt", ready.Message, cmID)
+	if !strings.Contains(ready.Message, cmID) || !strings.Contains(ready.Message, AnnotationAdopt+"=Widget/app") {
+		t.Errorf("Ready message %q, want it to name %s and the adoption annotation", ready.Message, cmID)
 	}
 	if rec := condition(st, api.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
 		t.Errorf("Reconciling condition %+v, want True (the conflict is retried)", rec)
@@ -104,7 +104,7 @@ func TestStatus_GraphSummaryOfFailedAndBlockedNodes(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("status.graph.notReady %+v, want %+v", got, want)
 	}
-	if msg := g.NotReady[0].Message; !strings.Contains(msg, "Adopt") {
+	if msg := g.NotReady[0].Message; !strings.Contains(msg, AnnotationAdopt) {
 		t.Errorf("failed node message %q, want the adoption hint", msg)
 	}
 	if msg := g.NotReady[1].Message; !strings.Contains(msg, cmID) {

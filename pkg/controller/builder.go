@@ -74,6 +74,18 @@ func RequireKeys(keys ...string) NodeOption {
 	return func(s *nodeSpec) { s.requireKeys = append(s.requireKeys, keys...) }
 }
 
+// Keep is the node's deletion policy "keep" (Helm's helm.sh/resource-policy: keep, Flux's
+// prune disabled): when the node leaves the graph or the owner is deleted, kdag orphans the
+// object instead of deleting it: it removes its labels and annotates it with
+// AnnotationAdopt, naming the owner, so that an owner of the same kind and name created later
+// adopts it again (a retained volume claim comes back with its data). For data that must outlive
+// its owner. The object gets no owner reference (the garbage collector would delete it with the
+// owner, or before it, under foreground deletion): kdag's labels and field manager track it, and
+// the owner holds kdag's finalizer so that kdag can orphan it. The object carries
+// AnnotationResourcePolicy, which is what prune and teardown read; a user may set that
+// annotation on any object kdag applies to the same effect.
+func Keep() NodeOption { return func(s *nodeSpec) { s.keep = true } }
+
 // ReadyWhen replaces the kstatus readiness rule for the node.
 func ReadyWhen(fn ReadyFunc) NodeOption { return func(s *nodeSpec) { s.readyWhen = fn } }
 
@@ -95,6 +107,7 @@ type nodeSpec struct {
 	blockers   []Node
 	createOnly bool
 	adopt      bool
+	keep       bool // Keep: orphaned, never deleted
 	reference  bool // Builder.Reference: never written, ready once it exists
 	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
 	// sorted and without duplicates.
@@ -207,7 +220,7 @@ func checkOptions(verb string, s *nodeSpec) error {
 		}
 		return nil
 	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.readyWhen != nil || len(s.mutations) > 0 {
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.readyWhen != nil || len(s.mutations) > 0 {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -89,8 +90,13 @@ func New(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Co
 		For(rm.NewEmpty(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles})
+	if err := c.indexOwnersByUID(mgr); err != nil {
+		return nil, errors.Wrapf(err, "controller %s: index %s by UID", name, c.ownerGVK.Kind)
+	}
 	for _, t := range c.owned {
-		b = b.Owns(t.obj)
+		// Owns maps objects to their controller owner; the second watch maps those kdag tracks by
+		// its labels alone (another namespace, cluster-scoped, kept).
+		b = b.Owns(t.obj).Watches(t.obj, handler.EnqueueRequestsFromMapFunc(c.ownerByLabel))
 	}
 	registered, err := b.Build(c)
 	if err != nil {
@@ -189,6 +195,50 @@ func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 	return err
 }
 
+// ownerUIDIndex names the cache index of owners by their UID.
+const ownerUIDIndex = "kdag.dev/uid"
+
+// indexOwnersByUID indexes the cached owners by UID, for ownerByLabel.
+func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.NewEmpty(), ownerUIDIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	})
+}
+
+// ownerByLabel maps an object this controller applied without an owner reference to its owner
+// (by the owner UID label and the owner index), so that its events resume the owner: a waiting
+// node, a teardown waiting for the object to be gone. Objects with a controller owner reference
+// to the owner are left to Owns.
+func (c *Controller) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
+	lbls := obj.GetLabels()
+	uid := lbls[LabelOwnerUID]
+	if lbls[LabelController] != c.name || uid == "" {
+		return nil
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == types.UID(uid) {
+		return nil
+	}
+	list, err := c.scheme.New(c.ownerGVK.GroupVersion().WithKind(c.ownerGVK.Kind + "List"))
+	if err != nil {
+		return nil
+	}
+	owners, ok := list.(client.ObjectList)
+	if !ok || c.client.List(ctx, owners, client.MatchingFields{ownerUIDIndex: uid}) != nil {
+		return nil
+	}
+	items, err := meta.ExtractList(owners)
+	if err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		}
+	}
+	return reqs
+}
+
 // ownerIndex names the cache index of the objects of one controller by owner UID.
 func (c *Controller) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
 
@@ -246,7 +296,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reconcile is Reconcile once the owner is read and the span started.
 func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !owner.GetDeletionTimestamp().IsZero() {
-		return reconcile.Result{}, c.finalize(ctx, owner)
+		return c.finalize(ctx, owner)
 	}
 	if c.teardown && !controllerutil.ContainsFinalizer(owner, Finalizer) {
 		if err := c.addFinalizer(ctx, owner); err != nil {
@@ -254,7 +304,10 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 		}
 	}
 
-	r := c.reconcileGraph(ctx, owner)
+	r, err := c.reconcileGraph(ctx, owner)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := c.writeStatus(ctx, owner, r); err != nil {
 		c.statusWriteFailed(ctx, owner, err)
 		return reconcile.Result{}, err
@@ -265,12 +318,20 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 	return reconcile.Result{RequeueAfter: r.requeueAfter}, nil
 }
 
-// reconcileGraph validates the owner, builds and runs its graph, and prunes.
-func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) *outcome {
+// reconcileGraph validates the owner, builds and runs its graph, and prunes. It returns an
+// error only when the owner's finalizer could not be added (nothing ran).
+func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
 	r := &outcome{start: time.Now()}
 	specs, index := c.buildGraph(ctx, owner, r)
 	if specs == nil {
-		return r
+		return r, nil
+	}
+	// An object kdag cannot own by reference is deleted (or orphaned) by kdag when the owner
+	// goes: the finalizer must be in place before the first such object exists.
+	if !controllerutil.ContainsFinalizer(owner, Finalizer) && needsFinalizer(owner, specs) {
+		if err := c.addFinalizer(ctx, owner); err != nil {
+			return nil, err
+		}
 	}
 	runStart := time.Now()
 	r.nodes = c.runGraph(ctx, owner, specs)
@@ -282,7 +343,7 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) *o
 		r.recordPrune(c.prune(ctx, owner, index))
 	}
 	c.observeRun(owner, r, time.Since(runStart))
-	return r
+	return r, nil
 }
 
 // buildGraph validates the owner and calls AddResources, under the "build graph" span. It

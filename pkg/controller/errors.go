@@ -11,12 +11,15 @@ type AdoptionError struct {
 	Manager string
 	// OtherOwnerUID is set when the object belongs to another kdag owner.
 	OtherOwnerUID string
+	// Annotation is the AnnotationAdopt value with which a user lets this owner adopt the object.
+	Annotation string
 }
 
 func (e *AdoptionError) Error() string {
 	if e.OtherOwnerUID != "" {
-		return fmt.Sprintf("%s exists and belongs to another owner (UID %s): rename one of them", e.Node, e.OtherOwnerUID)
+		return fmt.Sprintf("%s exists and belongs to another owner (UID %s): rename one of them, or annotate it %s=%s to hand it over",
+			e.Node, e.OtherOwnerUID, AnnotationAdopt, e.Annotation)
 	}
-	return fmt.Sprintf("%s exists and was not created by kdag (field manager %q): delete it, or let the node adopt it with controller.Adopt()",
-		e.Node, e.Manager)
+	return fmt.Sprintf("%s exists and was not created by kdag (field manager %q): delete it, or annotate it %s=%s "+
+		"to let this owner adopt it", e.Node, e.Manager, AnnotationAdopt, e.Annotation)
 }

@@ -217,7 +217,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
 	t.Helper()
-	return startFixture(t, false, rm, opts...)
+	return startFixture(t, fixtureConfig{}, rm, opts...)
 }
 
 // newRegisteredFixture is newFixture with the Controller registered with the manager (New): its
@@ -225,19 +225,30 @@ func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
 // Reconcile.
 func newRegisteredFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
 	t.Helper()
-	return startFixture(t, true, rm, opts...)
+	return startFixture(t, fixtureConfig{register: true}, rm, opts...)
 }
 
-func startFixture(t testing.TB, register bool, rm ResourceManager, opts ...Option) *fixture {
+// fixtureConfig varies a fixture: register the Controller with the manager, and cache these
+// namespaces too (other than the fixture's own).
+type fixtureConfig struct {
+	register   bool
+	namespaces []string
+}
+
+func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager, opts ...Option) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ns: env.Namespace(t), calls: &calls{}, cl: env.Client, rm: rm, opts: opts}
+	namespaces := map[string]cache.Config{f.ns: {}}
+	for _, ns := range fc.namespaces {
+		namespaces[ns] = cache.Config{}
+	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{f.ns: {}},
+			DefaultNamespaces: namespaces,
 			ByObject:          CacheByObject(&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}),
 		},
 		Controller: ctrlConfigSkipNameValidation(),
@@ -246,7 +257,7 @@ func startFixture(t testing.TB, register bool, rm ResourceManager, opts ...Optio
 		t.Fatalf("new manager: %v", err)
 	}
 	f.mgr = mgr
-	if register {
+	if fc.register {
 		f.c, err = New(mgr, "widget-"+f.ns, rm, opts...)
 	} else {
 		f.c, err = newController(mgr, "widget-"+f.ns, rm, opts...)

@@ -100,7 +100,15 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 	lbls[LabelController] = c.name
 	lbls[LabelOwnerUID] = string(owner.GetUID())
 	obj.SetLabels(lbls)
-	if obj.GetNamespace() == owner.GetNamespace() {
+	if s.keep {
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationResourcePolicy] = ResourcePolicyKeep
+		obj.SetAnnotations(ann)
+	}
+	if ownedByReference(owner, s) {
 		obj.SetOwnerReferences(nil)
 		if err := controllerutil.SetControllerReference(owner, obj, c.scheme); err != nil {
 			return nil, errors.Wrapf(err, "%s: set owner reference", s.id)
@@ -123,6 +131,50 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 	}
 	setAnnotation(u, hash, AnnotationDesiredHash)
 	return u, nil
+}
+
+// ownedByReference reports whether the node's object gets a controller owner reference to
+// owner, so that the garbage collector deletes it with the owner and the Owns watch maps its
+// events back: yes unless the object is in another namespace than a namespaced owner, or
+// cluster-scoped under a namespaced owner (an owner reference cannot cross namespaces), or kept
+// (Keep: the garbage collector must not delete it). Such objects are tracked by kdag's labels
+// and field manager, and the owner holds kdag's finalizer (needsFinalizer).
+func ownedByReference(owner client.Object, s *nodeSpec) bool {
+	return !s.keep && (owner.GetNamespace() == "" || s.id.Namespace == owner.GetNamespace())
+}
+
+// needsFinalizer reports whether a graph holds an object that only kdag can delete or orphan
+// when the owner is deleted (one not owned by reference).
+func needsFinalizer(owner client.Object, specs []*nodeSpec) bool {
+	for _, s := range specs {
+		if !s.reference && !ownedByReference(owner, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayAdopt reports whether node s may take over an existing object it did not create, whose
+// annotations are given: with Adopt, or when the object's AnnotationAdopt names this owner.
+func (c *Controller) mayAdopt(owner client.Object, s *nodeSpec, annotations map[string]string) bool {
+	if s.adopt {
+		return true
+	}
+	want, ok := annotations[AnnotationAdopt]
+	if !ok {
+		return false
+	}
+	return want == c.adoptValue(owner, s.id.Namespace) ||
+		want == c.ownerGVK.Kind+"/"+owner.GetNamespace()+"/"+owner.GetName()
+}
+
+// adoptValue is the AnnotationAdopt value naming owner on an object in namespace: "Kind/name"
+// when they share the namespace, "Kind/namespace/name" otherwise.
+func (c *Controller) adoptValue(owner client.Object, namespace string) string {
+	if owner.GetNamespace() == namespace {
+		return c.ownerGVK.Kind + "/" + owner.GetName()
+	}
+	return c.ownerGVK.Kind + "/" + owner.GetNamespace() + "/" + owner.GetName()
 }
 
 // dependenciesHash combines the content hashes of the node's blockers, "" without blockers.
@@ -169,8 +221,9 @@ func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpe
 		break
 	}
 	if existing.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
-		if !s.adopt {
-			return nil, ActionRefused, &AdoptionError{Node: s.id, Manager: foreignManager(existing.GetManagedFields(), c.opts.FieldManager)}
+		if !c.mayAdopt(owner, s, existing.GetAnnotations()) {
+			return nil, ActionRefused, &AdoptionError{Node: s.id, Manager: foreignManager(existing.GetManagedFields(), c.opts.FieldManager),
+				Annotation: c.adoptValue(owner, s.id.Namespace)}
 		}
 		applied, err := c.adopt(ctx, s, desired)
 		return applied, ActionAdopted, err
@@ -225,8 +278,9 @@ func (c *Controller) applyOwnership(ctx context.Context, s *nodeSpec, desired *u
 // budget: once spent, update writes nothing and returns a *DriftConflictError.
 func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured, live client.Object) (*unstructured.Unstructured, Action, []string, error) {
 	if live.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
-		if !s.adopt {
-			return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID]}
+		if !c.mayAdopt(owner, s, live.GetAnnotations()) {
+			return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID],
+				Annotation: c.adoptValue(owner, s.id.Namespace)}
 		}
 		applied, err := c.adopt(ctx, s, desired)
 		return applied, ActionAdopted, nil, err

@@ -14,8 +14,9 @@ import (
 )
 
 type pruneResult struct {
-	pruned []NodeID
-	err    error
+	pruned   []NodeID
+	orphaned []NodeID // kept objects, released instead of deleted
+	err      error
 }
 
 // prune deletes the objects of the owned types that carry this owner's UID label but are not in
@@ -42,6 +43,15 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if _, ok := inGraph[id]; ok || !obj.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		if kept(obj) {
+			if err := c.orphan(ctx, owner, obj); err != nil {
+				failed = append(failed, errors.Wrapf(err, "orphan kept %s", id).Error())
+				continue
+			}
+			logFrom(ctx).Info("orphaned", "node", id.String(), "action", ActionOrphaned)
+			r.orphaned = append(r.orphaned, id)
 			continue
 		}
 		if err := c.deleteObject(ctx, obj); err != nil {
@@ -105,4 +115,47 @@ func (c *Controller) deleteObject(ctx context.Context, obj client.Object) error 
 		return nil
 	}
 	return err
+}
+
+// kept reports whether obj's deletion policy is keep (AnnotationResourcePolicy).
+func kept(obj client.Object) bool {
+	return obj.GetAnnotations()[AnnotationResourcePolicy] == ResourcePolicyKeep
+}
+
+// orphan releases obj, which kdag applied for owner, instead of deleting it: it removes kdag's
+// labels and any owner reference to owner, and sets AnnotationAdopt to owner, so that an owner of
+// the same kind and name created later adopts it again. One merge patch, conditional on obj's
+// resourceVersion (a conflict is retried by the next reconcile); the object's content is not
+// touched, and kdag forgets it.
+func (c *Controller) orphan(ctx context.Context, owner client.Object, obj client.Object) error {
+	released, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return errors.Errorf("%T is not a client.Object", obj)
+	}
+	lbls := released.GetLabels()
+	delete(lbls, LabelController)
+	delete(lbls, LabelOwnerUID)
+	if lbls[LabelManagedBy] == "kdag" {
+		delete(lbls, LabelManagedBy)
+	}
+	released.SetLabels(lbls)
+	refs := released.GetOwnerReferences()[:0:0]
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID != owner.GetUID() {
+			refs = append(refs, ref)
+		}
+	}
+	released.SetOwnerReferences(refs)
+	ann := released.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAdopt] = c.adoptValue(owner, obj.GetNamespace())
+	released.SetAnnotations(ann)
+	patch := client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
+	if err := c.client.Patch(ctx, released, patch, client.FieldOwner(c.opts.FieldManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	c.forget(obj.GetUID())
+	return nil
 }

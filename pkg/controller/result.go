@@ -33,6 +33,9 @@ const (
 	ActionPruned Action = "pruned"
 	// ActionDeleted: the object was deleted during the owner's teardown.
 	ActionDeleted Action = "deleted"
+	// ActionOrphaned: a kept object (Keep, AnnotationResourcePolicy) left the graph or its owner
+	// was deleted: kdag released it instead of deleting it.
+	ActionOrphaned Action = "orphaned"
 )
 
 // Condition reasons kdag writes. They are stable: the same situation gives the same reason and

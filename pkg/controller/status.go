@@ -277,6 +277,8 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 	c.objectsEvent(owner, "Created", "Created", "", created)
 	c.objectsEvent(owner, "Updated", "Updated", "", updated)
 	c.objectsEvent(owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
+	c.objectsEvent(owner, "Orphaned", "Kept", ": no longer part of the graph, released, not deleted ("+
+		AnnotationResourcePolicy+": "+ResourcePolicyKeep+")", r.prune.orphaned)
 }
 
 // maxEventObjects bounds the objects an event's note names; the rest are counted.

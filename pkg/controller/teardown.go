@@ -3,42 +3,87 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
-// finalize tears down a deleted owner that holds kdag's finalizer: it deletes the owner's
-// objects in reverse dependency order (an object only once every object that depends on it is
-// gone), then runs the Cleaner, then removes the finalizer. Objects still terminating end the
-// reconcile without error: their deletion events resume it.
-func (c *Controller) finalize(ctx context.Context, owner client.Object) error {
+// teardownRecheck is how soon a teardown that waits for objects to be gone runs again. The
+// deletions' watch events usually resume it sooner; this bounds the wait when none comes.
+const teardownRecheck = 5 * time.Second
+
+// finalize tears down a deleted owner that holds kdag's finalizer, then removes the finalizer.
+// With ordered teardown (OrderedTeardown or a Cleaner) it deletes the owner's objects in reverse
+// dependency order (an object only once every object that depends on it is gone), then runs the
+// Cleaner. Otherwise (the finalizer is held because the graph has objects owner references
+// cannot cover) it deletes only the objects without an owner reference to the owner and leaves
+// the rest to the garbage collector. Kept objects are orphaned, never deleted. While objects are
+// still being deleted it requeues after teardownRecheck.
+func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(owner, Finalizer) {
-		return nil
+		return reconcile.Result{}, nil
 	}
-	remaining, err := c.teardownObjects(ctx, owner)
+	var remaining int
+	var err error
+	if c.teardown {
+		remaining, err = c.teardownObjects(ctx, owner)
+	} else {
+		remaining, err = c.releaseUnowned(ctx, owner)
+	}
 	if err != nil {
 		c.event(owner, corev1.EventTypeWarning, ReasonTearingDown, "%s", err.Error())
-		return err
+		return reconcile.Result{}, err
 	}
 	if remaining > 0 {
 		logFrom(ctx).V(1).Info("waiting for objects to be deleted", "remaining", remaining)
-		return nil
+		return reconcile.Result{RequeueAfter: teardownRecheck}, nil
 	}
 	if cl, ok := c.rm.(Cleaner); ok {
 		if err := cl.Cleanup(ctx, owner); err != nil {
 			c.event(owner, corev1.EventTypeWarning, ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
-			return errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+			return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 		}
 	}
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(owner, Finalizer)
 	err = c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))
-	return errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	return reconcile.Result{}, errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+}
+
+// releaseUnowned deletes (or orphans, when kept) the owner's objects that carry no owner
+// reference to it, and returns how many of them still exist. The garbage collector deletes the
+// others once the owner is gone.
+func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (int, error) {
+	var listErr error
+	objs := c.ownedObjects(ctx, owner, &listErr)
+	if listErr != nil {
+		return 0, listErr
+	}
+	remaining := 0
+	var errs []string
+	for _, o := range objs {
+		if metav1.IsControlledBy(o, owner) {
+			continue
+		}
+		remaining++
+		gvk := o.GetObjectKind().GroupVersionKind()
+		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+		if err := c.deleteForTeardown(ctx, owner, id, o); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return 0, errors.New(strings.Join(errs, "; "))
+	}
+	return remaining, nil
 }
 
 // teardownObjects deletes the owner's objects, dependents before their blockers, and returns
@@ -130,10 +175,20 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 	return len(live), nil
 }
 
-// deleteForTeardown deletes o unless it is already terminating. o still counts as existing
-// until the cache says otherwise, and its blockers wait for that. A failed delete is returned:
-// no watch event would resume the teardown, so the reconcile must fail and be retried.
+// deleteForTeardown deletes o unless it is already terminating, or orphans it when it is kept.
+// o still counts as existing until the cache says otherwise, and its blockers wait for that. A
+// failed delete is returned: no watch event would resume the teardown, so the reconcile must
+// fail and be retried.
 func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object, id NodeID, o client.Object) error {
+	if kept(o) {
+		if err := c.orphan(ctx, owner, o); err != nil {
+			return errors.Wrapf(err, "teardown: orphan kept %s", id)
+		}
+		logFrom(ctx).Info("orphaned", "node", id.String(), "action", ActionOrphaned)
+		c.event(owner, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (%s: %s)",
+			id, AnnotationResourcePolicy, ResourcePolicyKeep)
+		return nil
+	}
 	if o.GetDeletionTimestamp().IsZero() {
 		if err := c.deleteObject(ctx, o); err != nil {
 			return errors.Wrapf(err, "teardown: delete %s", id)

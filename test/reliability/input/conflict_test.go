@@ -52,7 +52,7 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 	for _, c := range []reconcileCase{
 		{name: "PostgreSQL refuses the foreign Secret", kind: "PostgreSQL", owner: "demo-postgresql",
 			condition: api.ConditionReconciling, reason: controller.ReasonNodeFailed,
-			want: []string{"Secret " + ns + `/demo-postgresql-credentials exists and was not created by kdag (field manager "helm"): delete it, or let the node adopt it with controller.Adopt()`}},
+			want: []string{"Secret " + ns + `/demo-postgresql-credentials exists and was not created by kdag (field manager "helm"): delete it, or annotate it kdag.dev/adopt=PostgreSQL/demo-postgresql to let this owner adopt it`}},
 		{name: "Valkey refuses the foreign ConfigMap", kind: "Valkey", owner: "demo-valkey",
 			condition: api.ConditionReconciling, reason: controller.ReasonNodeFailed,
 			want: []string{"ConfigMap " + ns + `/demo-valkey-config exists and was not created by kdag (field manager "helm")`}},
