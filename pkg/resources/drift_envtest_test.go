@@ -267,43 +267,6 @@ func TestDrift_AgainstAPIServer(t *testing.T) {
 	}
 }
 
-func TestOwnedFieldsFingerprint_AgainstAPIServer(t *testing.T) {
-	ns := env.Namespace(t)
-	desired := desiredConfigMap(t, ns)
-	apply(t, desired, kdagManager, true)
-	fp := OwnedFieldsFingerprint(getLive(t, desired), kdagManager)
-	if fp == "" {
-		t.Fatal("no fingerprint after kdag's apply")
-	}
-
-	// Someone adds an annotation: kdag's field set is the same.
-	foreignUpdate(t, desired, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) {
-		cm.Annotations = map[string]string{"example.com/note": "hello"}
-	})
-	if got := OwnedFieldsFingerprint(getLive(t, desired), kdagManager); got != fp {
-		t.Fatalf("fingerprint changed from %s to %s on a foreign annotation", fp, got)
-	}
-
-	// Someone removes a label kdag set: Drift cannot see it, the fingerprint can.
-	foreignUpdate(t, desired, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Labels, "tier") })
-	live := getLive(t, desired)
-	if got := OwnedFieldsFingerprint(live, kdagManager); got == fp {
-		t.Fatalf("fingerprint %s unchanged after a label kdag set was removed\nmanaged fields: %s", got, dumpManagedFields(live))
-	}
-	if drift, err := Drift(live, desired, kdagManager); err != nil || len(drift) != 0 {
-		t.Fatalf("Drift = %q, %v: the documented limitation (removals are invisible to Drift) no longer holds; update the docs", drift, err)
-	}
-
-	// kdag applies again: its field set is whole again, and so is the fingerprint.
-	apply(t, desired, kdagManager, true)
-	if got := OwnedFieldsFingerprint(getLive(t, desired), kdagManager); got != fp {
-		t.Fatalf("fingerprint after re-apply = %s, want the original %s", got, fp)
-	}
-	if got := OwnedFieldsFingerprint(getLive(t, desired), "someone-else"); got != "" {
-		t.Fatalf("fingerprint of a manager without an entry = %q, want empty", got)
-	}
-}
-
 // managerFields returns the FieldsV1 of manager's entry for subresource, or "".
 func managerFields(live *unstructured.Unstructured, manager, subresource string) string {
 	for _, mf := range live.GetManagedFields() {
@@ -320,69 +283,6 @@ func dumpManagedFields(live *unstructured.Unstructured) string {
 		b.WriteString("\n  " + mf.Manager + " " + string(mf.Operation) + " " + mf.Subresource + " " + mf.FieldsV1.GetRawString())
 	}
 	return b.String()
-}
-
-// TestRemovedFields_AgainstAPIServer checks RemovedFields against the field sets the real API
-// server writes: nothing is reported for objects as kdag applied them (server defaults, a
-// Secret's write-only stringData, quantities), and a field someone removed or replaced with a
-// plain update is reported.
-func TestRemovedFields_AgainstAPIServer(t *testing.T) {
-	tests := []struct {
-		name    string
-		desired func(*testing.T, string) *unstructured.Unstructured
-		edit    func(t *testing.T, desired *unstructured.Unstructured) // by someone else, after kdag's apply
-		want    []string
-	}{
-		{name: "configmap as applied", desired: desiredConfigMap},
-		{name: "deployment as applied", desired: desiredDeployment},
-		{name: "service as applied", desired: desiredService},
-		{name: "secret with stringData as applied", desired: desiredSecret},
-		{name: "foreign annotation added", desired: desiredConfigMap, edit: func(t *testing.T, d *unstructured.Unstructured) {
-			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { cm.Annotations = map[string]string{"example.com/note": "x"} })
-		}},
-		{name: "label removed", desired: desiredConfigMap, want: []string{".metadata.labels.tier"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
-			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Labels, "tier") })
-		}},
-		{name: "data key removed and another changed", desired: desiredConfigMap, want: []string{".data.key", ".data.other"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
-			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Data, "other"); cm.Data["key"] = "changed" })
-		}},
-		{name: "deployment replicas changed", desired: desiredDeployment, want: []string{".spec.replicas"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
-			foreignUpdate(t, d, &appsv1.Deployment{}, func(dep *appsv1.Deployment) { dep.Spec.Replicas = ptr.To[int32](5) })
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ns := env.Namespace(t)
-			desired := tt.desired(t, ns)
-			apply(t, desired, kdagManager, true)
-			if tt.edit != nil {
-				tt.edit(t, desired)
-			}
-			live := getLive(t, desired)
-			got, err := RemovedFields(live, desired, kdagManager)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("RemovedFields = %q, want %q\nmanaged fields: %s", got, tt.want, dumpManagedFields(live))
-			}
-		})
-	}
-
-	t.Run("no apply entry", func(t *testing.T) {
-		ns := env.Namespace(t)
-		desired := desiredConfigMap(t, ns)
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
-		if err := env.Client.Create(context.Background(), cm, client.FieldOwner(kdagManager)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := RemovedFields(nil, desired, kdagManager); err == nil {
-			t.Error("RemovedFields of a nil live object: no error")
-		}
-		if got, err := RemovedFields(getLive(t, desired), desired, kdagManager); err != nil || got != nil {
-			t.Errorf("RemovedFields without an Apply entry = %q, %v; want nil, nil", got, err)
-		}
-	})
 }
 
 // typeConverter returns a type converter backed by the test API server's OpenAPI schemas (one
