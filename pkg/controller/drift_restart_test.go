@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/openapi"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/resources/schemas"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -220,5 +223,52 @@ func TestDrift_NoFalsePositiveAfterRestart(t *testing.T) {
 		if _, ok := f.c.verified.Load(live.GetUID()); !ok {
 			t.Errorf("%T %s is not remembered as verified after the restarted process checked it", o.obj, o.name)
 		}
+	}
+}
+
+// unreachableSchemas is an OpenAPI client whose every request fails.
+type unreachableSchemas struct{}
+
+func (unreachableSchemas) Paths() (map[string]openapi.GroupVersion, error) {
+	return nil, errors.New("injected: OpenAPI unreachable")
+}
+
+// TestDrift_SchemaUnavailableAppliesOnce: when the API server's schema cannot be had, the
+// restarted process cannot tell whether someone removed a field kdag set, so it applies each
+// object once (which repairs any such removal) instead of failing the node, and then, the apply's
+// response remembered as verified, leaves the objects alone.
+func TestDrift_SchemaUnavailableAppliesOnce(t *testing.T) {
+	f := newFixture(t, listsRM{})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3})
+	f.settle("app")
+
+	f.restart()
+	f.c.schemas = schemas.NewProvider(unreachableSchemas{}, schemas.Options{})
+	f.foreignUpdate(&appsv1.Deployment{}, "app", func(o client.Object) {
+		c := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+		c.Env = c.Env[1:]
+	})
+	f.calls.reset()
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	writes := f.objectWrites()
+	for _, kind := range []string{"/configmaps/", "/secrets/", "/services/", "/deployments/", "/widgets/app-child"} {
+		if !slices.ContainsFunc(writes, func(w string) bool { return strings.HasPrefix(w, "PATCH ") && strings.Contains(w, kind) }) {
+			t.Errorf("writes %v: no apply of %s", writes, kind)
+		}
+	}
+	d := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment)
+	if env := d.Spec.Template.Spec.Containers[0].Env; len(env) != 2 || env[0].Name != "MODE" {
+		t.Errorf("env after the apply = %v, want MODE back", env)
+	}
+
+	f.waitCachedVersion(&appsv1.Deployment{}, "app", d.ResourceVersion)
+	f.calls.reset()
+	if err := f.reconcile("app"); err != nil {
+		t.Fatalf("second reconcile: %v", err)
+	}
+	if writes := f.objectWrites(); len(writes) != 0 {
+		t.Errorf("second reconcile wrote %v, want no write", writes)
 	}
 }
