@@ -456,6 +456,28 @@ func TestMissingFields_AgainstAPIServer(t *testing.T) {
 		})
 	}
 
+	t.Run("desired object that does not fit the schema: error names paths, not values", func(t *testing.T) {
+		ns := env.Namespace(t)
+		desired := desiredConfigMap(t, ns)
+		apply(t, desired, kdagManager, true)
+		misfit := desired.DeepCopy()
+		misfit.Object["immutable"] = "s3cr3t-one" // a boolean field
+		misfit.Object["extra"] = "s3cr3t-two"     // no such field
+		_, err := MissingFields(getLive(t, desired), misfit, kdagManager, typeConverter(t, corev1.SchemeGroupVersion))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		msg := err.Error()
+		for _, want := range []string{"ConfigMap " + ns + "/cfg", ".immutable: value does not match the schema", ".extra: field not declared in schema"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q does not contain %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "s3cr3t") {
+			t.Errorf("error %q quotes a value", msg)
+		}
+	})
+
 	t.Run("no apply entry", func(t *testing.T) {
 		ns := env.Namespace(t)
 		desired := desiredConfigMap(t, ns)

@@ -118,7 +118,8 @@ func (p *Provider) Refresh(ctx context.Context, gv schema.GroupVersion) (bool, e
 	return fresh != stale, err
 }
 
-// Invalidate forgets the converter of gv: the next TypeConverter fetches the schema again.
+// Invalidate forgets the converter of gv: the next TypeConverter fetches the schema again. A fetch
+// or refresh of gv under way is not affected.
 func (p *Provider) Invalidate(gv schema.GroupVersion) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
