@@ -32,6 +32,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/api"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/resources/schemas"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -55,10 +56,15 @@ type Controller struct {
 	ownedKind map[schema.GroupKind]bool
 	teardown  bool
 
-	// fingerprints remembers, per object UID, the fingerprint of kdag's managed fields right
-	// after kdag's last apply. A changed fingerprint means another writer took or removed a field
-	// kdag owns, which the foreign-entry check alone cannot see (a removal leaves no entry).
-	fingerprints sync.Map // types.UID -> string
+	// verified remembers, per object UID, the resourceVersion and desired hash at which kdag last
+	// found the object as it wants it: after its own apply (the response), or after a drift check
+	// that found nothing. While both are unchanged, update skips the drift check, the costly part
+	// of a no-op reconcile. An optimization only: a new process starts empty and checks each
+	// object once, which is how it finds edits made while it was down.
+	verified sync.Map // types.UID -> verifiedAt
+	// schemas gives the API server's schemas to the missing-field check (resources.MissingFields);
+	// a GroupVersion's schema is fetched at its first check in this process.
+	schemas *schemas.Provider
 
 	// drift limits how often another writer's changes to one object are reverted.
 	drift *driftBudget
@@ -137,6 +143,11 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 		return nil, errors.Wrapf(err, "controller %s", name)
 	}
 	c.refs = refs
+	provider, err := schemas.NewProviderForConfig(mgr.GetConfig(), mgr.GetHTTPClient(), schemas.Options{})
+	if err != nil {
+		return nil, errors.Wrapf(err, "controller %s: OpenAPI schema client", name)
+	}
+	c.schemas = provider
 	_, isCleaner := rm.(Cleaner)
 	c.teardown = o.OrderedTeardown || isCleaner
 
@@ -176,7 +187,7 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 }
 
 // forgetOnDelete makes the Controller forget what it remembers about an object of obj's type
-// that it applied (managed-fields fingerprint, drift-repair record) once the cache sees the
+// that it applied (last verified state, drift-repair record) once the cache sees the
 // object deleted, by kdag's prune or by anyone else (the garbage collector after the owner).
 // Without it, the memory of objects deleted by others would last as long as the process.
 func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
@@ -474,7 +485,7 @@ func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) erro
 
 // forget drops what the Controller remembers about an object.
 func (c *Controller) forget(uid types.UID) {
-	c.fingerprints.Delete(uid)
+	c.verified.Delete(uid)
 	c.drift.forget(uid)
 }
 

@@ -9,7 +9,9 @@
 //     References to objects the owner needs but kdag never writes (a user's Secret).
 //  4. The graph runs (pkg/graph): a node starts once its blockers are applied and ready.
 //  5. A node gets kdag's labels, an owner reference, its blockers' content hash and its own hash.
-//  6. The live object comes from the cache: same hash and no foreign write on kdag's fields: skip.
+//  6. The live object comes from the cache: same hash, no foreign write on kdag's fields and none
+//     of them removed (its field set from the API server's schema; checked once per object
+//     version, so after a restart too): skip.
 //  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted, at most
 //     Options.DriftRepairLimit times per DriftRepairWindow and object, then with backoff.
 //  8. Readiness is kstatus (or ReadyWhen); a node not ready holds its dependents, not an error.

@@ -45,8 +45,8 @@ func quoteJoin(names []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// newDriftConflict describes the conflict from the drifted fields; without them (kdag's own
-// field set shrank, see lostFields) the other writer is unknown.
+// newDriftConflict describes the conflict from the drifted fields; without them (fields removed
+// from kdag's own entry, see missingFields) the other writer is unknown.
 func newDriftConflict(id NodeID, fieldManager string, fields []resources.FieldDrift, paths []string) *DriftConflictError {
 	e := &DriftConflictError{Node: id, FieldManager: fieldManager}
 	for _, f := range fields {

@@ -9,7 +9,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-// TestController_ForgetsObjectsDeletedByOthers: the fingerprint kdag keeps of an object it
+// TestController_ForgetsObjectsDeletedByOthers: the verified state kdag keeps of an object it
 // applied is dropped once the object is deleted by someone else (here the test; in a cluster,
 // the garbage collector after the owner), so the process does not remember deleted objects.
 func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
@@ -17,18 +17,18 @@ func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	cm := f.get(&corev1.ConfigMap{}, "app-0")
-	if _, ok := f.c.fingerprints.Load(cm.GetUID()); !ok {
-		t.Fatal("no fingerprint remembered for ConfigMap app-0 after kdag applied it")
+	if _, ok := f.c.verified.Load(cm.GetUID()); !ok {
+		t.Fatal("no verified state remembered for ConfigMap app-0 after kdag applied it")
 	}
 	other := f.get(&corev1.ConfigMap{}, "app-1")
 	if err := f.cl.Delete(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fingerprint of the deleted ConfigMap is forgotten", func() bool {
-		_, ok := f.c.fingerprints.Load(cm.GetUID())
+	eventually(t, "the verified state of the deleted ConfigMap is forgotten", func() bool {
+		_, ok := f.c.verified.Load(cm.GetUID())
 		return !ok
 	})
-	if _, ok := f.c.fingerprints.Load(other.GetUID()); !ok {
-		t.Error("the fingerprint of ConfigMap app-1, not deleted, was forgotten too")
+	if _, ok := f.c.verified.Load(other.GetUID()); !ok {
+		t.Error("the verified state of ConfigMap app-1, not deleted, was forgotten too")
 	}
 }

@@ -288,6 +288,10 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 	if s.createOnly {
 		return nil, ActionSkipped, nil, nil
 	}
+	hash := desired.GetAnnotations()[AnnotationDesiredHash]
+	if c.isVerified(live, hash) {
+		return nil, ActionSkipped, nil, nil
+	}
 	liveU, err := resources.ToUnstructured(live, s.gvk)
 	if err != nil {
 		return nil, "", nil, errors.Wrapf(err, "%s: convert live object", s.id)
@@ -297,12 +301,19 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 		return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
 	}
 	drifted := driftPaths(fields)
-	if len(drifted) == 0 {
-		if drifted, err = c.lostFields(liveU, desired); err != nil {
-			return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
+	unchanged := liveU.GetAnnotations()[AnnotationDesiredHash] == hash
+	if len(drifted) == 0 && unchanged {
+		missing, err := c.missingFields(ctx, liveU, desired)
+		if err != nil {
+			// Whether someone removed a field kdag set is unknown: apply, which repairs it if
+			// so, and which the verified record then spares the next reconciles.
+			logFrom(ctx).Info("cannot check for fields removed by others; applying", "node", s.id.String(), "error", err.Error())
+			unchanged = false
 		}
+		drifted = missing
 	}
-	if len(drifted) == 0 && liveU.GetAnnotations()[AnnotationDesiredHash] == desired.GetAnnotations()[AnnotationDesiredHash] {
+	if len(drifted) == 0 && unchanged {
+		c.verified.Store(live.GetUID(), verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash})
 		return nil, ActionSkipped, nil, nil
 	}
 	if len(drifted) > 0 {
@@ -317,6 +328,19 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 		return nil, ActionApplied, nil, err
 	}
 	return desired, ActionApplied, drifted, nil
+}
+
+// verifiedAt is the state in which kdag last found an object as it wants it (Controller.verified).
+type verifiedAt struct {
+	resourceVersion, desiredHash string
+}
+
+// isVerified reports whether kdag found live, at its resourceVersion, as it wants it with the
+// desired hash hash: nothing changed the object since, so the drift check would find nothing.
+func (c *Controller) isVerified(live client.Object, hash string) bool {
+	v, ok := c.verified.Load(live.GetUID())
+	return ok && v.(verifiedAt) == verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash} &&
+		live.GetAnnotations()[AnnotationDesiredHash] == hash
 }
 
 // driftPaths returns the distinct paths of fields, sorted.
@@ -376,32 +400,19 @@ func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructur
 	if err != nil {
 		return errors.Wrapf(err, "%s: apply", s.id)
 	}
-	c.fingerprints.Store(desired.GetUID(), resources.OwnedFieldsFingerprint(desired, c.opts.FieldManager))
+	// The response is the object as kdag wants it: nothing to check until it changes.
+	c.verified.Store(desired.GetUID(), verifiedAt{
+		resourceVersion: desired.GetResourceVersion(), desiredHash: desired.GetAnnotations()[AnnotationDesiredHash]})
 	return nil
 }
 
-// lostFields returns the fields kdag set on live that are gone from its managed fields without
-// another manager holding them (someone removed them, which Drift cannot see). If kdag applied
-// the object in this process, it compares the fingerprint of its field set with the one right
-// after that apply. Otherwise (after a restart) it asks resources.RemovedFields, when desired is
-// what kdag last applied (the desired hash is unchanged), and remembers live's fingerprint when
-// nothing is missing, so that this costlier check runs once per object and process.
-func (c *Controller) lostFields(live, desired *unstructured.Unstructured) ([]string, error) {
-	fp := resources.OwnedFieldsFingerprint(live, c.opts.FieldManager)
-	if want, ok := c.fingerprints.Load(live.GetUID()); ok {
-		if want.(string) != fp {
-			return []string{"(fields owned by " + c.opts.FieldManager + " were changed or removed)"}, nil
-		}
-		return nil, nil
-	}
-	if fp == "" || live.GetAnnotations()[AnnotationDesiredHash] != desired.GetAnnotations()[AnnotationDesiredHash] {
-		return nil, nil
-	}
-	removed, err := resources.RemovedFields(live, desired, c.opts.FieldManager)
-	if err == nil && len(removed) == 0 {
-		c.fingerprints.Store(live.GetUID(), fp)
-	}
-	return removed, err
+// missingFields returns the fields of desired that kdag's field manager no longer holds on live
+// and that do not hold the desired value: someone removed or replaced them, maybe while kdag was
+// not running (resources.MissingFields, with the API server's schema of the object's
+// GroupVersion, fetched at the first check of this process). Call it only when live carries
+// desired's hash, i.e. desired is what kdag last applied. Its errors name the object, not values.
+func (c *Controller) missingFields(ctx context.Context, live, desired *unstructured.Unstructured) ([]string, error) {
+	return resources.MissingFields(live, desired, c.opts.FieldManager, c.schemas.WithContext(ctx))
 }
 
 // checkReady returns nil when current is ready, a *waitingError when not yet, and an error when

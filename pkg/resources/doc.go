@@ -1,7 +1,9 @@
 // Package resources holds what kdag's generic controller does to one object of the graph, apart
 // from talking to the API server: prepare it for server-side apply, decide whether a write is
 // needed, hash what dependents consume, and tell whether it is ready. Every function is pure: it
-// reads its arguments, never modifies them, and makes no API call.
+// reads its arguments, never modifies them, and makes no API call. The one thing that needs the
+// API server, its OpenAPI schemas, comes in as an argument (a managedfields.TypeConverter from
+// package schemas).
 //
 // # Apply preparation
 //
@@ -15,13 +17,20 @@
 // # Change detection
 //
 // DesiredHash hashes the desired object after mutations, for the annotation that lets kdag skip an
-// unchanged object without a write. The annotation alone cannot see edits by others, so Drift reads
-// the live object's managed fields (server-side apply, KEP-555: every field has a set of owning
-// field managers; an Update by someone else moves ownership of the fields it changed to that
-// manager) and reports the fields kdag sets whose value another manager changed. An edit that
-// removes a field leaves no foreign owner behind; OwnedFieldsFingerprint covers it by fingerprinting
-// kdag's own field set, which shrinks when that happens. kdag skips the write only when the hash
-// matches, Drift is empty and the fingerprint is the one its last apply left.
+// unchanged object without a write. The annotation alone cannot see edits by others, so two
+// functions read the live object's managed fields (server-side apply, KEP-555: every field has a
+// set of owning field managers; an Update by someone else moves ownership of the fields it changed
+// to that manager):
+//   - Drift (and DriftFields, which names the managers) reports the fields kdag sets whose value
+//     another manager changed, from the other managers' entries;
+//   - MissingFields reports the fields of the desired object that kdag's own Apply entry no longer
+//     holds and whose live value is not the desired one: removed or replaced by someone else, an
+//     env var, a container port, a label, an atomic map alike. It computes the desired object's
+//     field set with the API server's own schema, through a managedfields.TypeConverter that
+//     package schemas builds from the server's OpenAPI v3 documents; it needs no memory of an
+//     earlier apply, so edits made while kdag was not running are found too.
+//
+// kdag skips the write only when the hash matches and both are empty.
 //
 // ContentHash hashes what a dependent consumes from a dependency (data of ConfigMaps and Secrets,
 // spec of anything else) and CombineHashes folds several of them into one value, which kdag puts

@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -41,8 +43,7 @@ import (
 //     structure as one leaf (an atomic field such as a Deployment's selector) is compared with the
 //     map rule above, so an extra key added inside it is not reported;
 //   - a foreign Update that removes a field kdag set leaves no foreign entry for it, so Drift
-//     cannot see it; RemovedFields and OwnedFieldsFingerprint let a caller notice that kdag's own
-//     field set shrank.
+//     cannot see it; MissingFields does, from kdag's own entry.
 //
 // It returns an error when live or desired is nil or a foreign entry's field set does not parse.
 func Drift(live, desired *unstructured.Unstructured, fieldManager string) ([]string, error) {
@@ -104,82 +105,199 @@ func DriftFields(live, desired *unstructured.Unstructured, fieldManager string) 
 	return slices.Compact(drifted), nil
 }
 
-// OwnedFieldsFingerprint returns a hash of the field set that fieldManager's Apply entry holds on
-// the main resource of live, or "" when there is no such entry (or live is nil). A caller
-// remembers it after its own apply; when it later differs, the set of fields kdag owns changed —
-// for example because someone removed a field kdag set, which Drift cannot see — and the caller
-// should apply again. Changes by others to fields kdag does not own leave it unchanged.
-func OwnedFieldsFingerprint(live *unstructured.Unstructured, fieldManager string) string {
-	if live == nil {
-		return ""
-	}
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
-			mf.Subresource == "" && mf.FieldsV1 != nil {
-			return hashBytes(mf.FieldsV1.GetRawBytes())
-		}
-	}
-	return ""
-}
-
-// RemovedFields returns the fields of desired that fieldManager's Apply entry on live no longer
-// holds and whose live value differs from the desired one, as sorted paths rendered like Drift's:
-// someone removed (or replaced, with a plain update) a field kdag set. It needs no memory of an
-// earlier apply, so it finds removals after a restart too; a caller uses it only when desired is
-// what fieldManager last applied (the desired-hash annotation is unchanged), since a field kdag
-// newly adds is missing from its entry as well.
+// MissingFields returns the fields of desired that fieldManager's Apply entry on live does not
+// hold and whose live value is not the desired one, as sorted paths rendered like Drift's: someone
+// removed a field kdag set (a label, a data key, an env var, a container port, a list item) or
+// replaced it with a plain update. Unlike Drift, it needs no foreign managed-fields entry and no
+// memory of an earlier apply, so it also finds edits made while kdag was not running.
 //
-// Only scalar fields reached through maps are examined (.metadata.labels.x, .data.key,
-// .spec.replicas): a field inside a list needs the list's merge key to be named in a field set,
-// which only the schema knows. Identity fields (apiVersion, kind, metadata.name and namespace)
-// are left out. It returns nil, and no error, when live has no Apply entry of fieldManager on the
-// main resource (nothing to compare with, for example an adopted object kdag has not applied
-// yet), and an error when live or desired is nil or the entry's field set does not parse.
-func RemovedFields(live, desired *unstructured.Unstructured, fieldManager string) ([]string, error) {
+// The field set of desired is computed with tc, a type converter built from the API server's own
+// schema (see package schemas): the same field set the API server records for an apply of
+// desired, so list items are named by their merge keys (key fields the server defaults, such as a
+// port's protocol, included), set items by value, and atomic lists and maps as one field. Each
+// field of that set missing from the Apply entry is compared with live:
+//   - a list or map item (a field with fields below it) is missing when live has no such item;
+//     present, its own fields are compared one by one;
+//   - an atomic list or map must equal the desired value as a whole (an added key counts);
+//   - a scalar or empty map is compared as Drift does: numbers by value, quantities in canonical
+//     form, a map holding at least the desired keys.
+//
+// Only the topmost missing field is reported (".spec.template.spec.containers[name=web].env[name=X]",
+// not each field of the env var). Identity fields (apiVersion, kind, metadata.name and namespace),
+// which no managed-fields entry holds, are never reported. Fields the API server stores in another
+// form are not false positives as long as the Apply entry holds them as applied: a Secret's
+// stringData (the entry holds f:stringData, live only data), a quantity "0.5" (stored "500m").
+//
+// Use it only when desired is what fieldManager last applied (the desired-hash annotation is
+// unchanged), since a field kdag newly adds is missing from its entry as well. It returns nil, and
+// no error, when live has no Apply entry of fieldManager on the main resource (nothing to compare
+// with, for example an adopted object kdag has not applied yet); tc is not used then. It returns an
+// error when live or desired is nil, the entry does not parse, or desired does not fit tc's
+// schema. Errors name the object and the fields, never their values.
+func MissingFields(live, desired *unstructured.Unstructured, fieldManager string, tc managedfields.TypeConverter) ([]string, error) {
 	if live == nil || desired == nil {
-		return nil, errors.Errorf("detect removed fields of %s against %s: nil object", describeU(live), describeU(desired))
+		return nil, errors.Errorf("detect missing fields of %s against %s: nil object", describeU(live), describeU(desired))
 	}
-	var owned *fieldpath.Set
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
-			mf.Subresource == "" && mf.FieldsV1 != nil {
-			owned = &fieldpath.Set{}
-			if err := owned.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-				return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describeU(live))
-			}
-			break
+	owned, err := appliedFields(live, fieldManager)
+	if owned == nil || err != nil {
+		return nil, err
+	}
+	if tc == nil {
+		return nil, errors.Errorf("%s: detect missing fields: no type converter", describeU(desired))
+	}
+	tv, err := tc.ObjectToTyped(desired)
+	if err != nil {
+		var verrs typed.ValidationErrors
+		if errors.As(err, &verrs) {
+			// Their messages may quote the object's values: keep the paths only.
+			return nil, errors.Errorf("%s: does not fit the API server's schema: %s", describeU(desired), describeValidation(verrs))
 		}
+		return nil, errors.Wrapf(err, "%s: type with the API server's schema", describeU(desired))
 	}
-	if owned == nil {
+	want, err := tv.ToFieldSet()
+	if err != nil {
+		return nil, errors.Errorf("%s: field set with the API server's schema: %s", describeU(desired), describeValidation(err))
+	}
+	missing := want.Difference(owned)
+	if missing.Empty() {
 		return nil, nil
 	}
-	var removed []string
-	var walk func(path fieldpath.Path, v any)
-	walk = func(path fieldpath.Path, v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, child := range v {
-				if len(path) == 0 && (k == "apiVersion" || k == "kind") ||
-					len(path) == 1 && *path[0].FieldName == "metadata" && (k == "name" || k == "namespace") {
-					continue
-				}
-				walk(append(path[:len(path):len(path)], fieldpath.PathElement{FieldName: &k}), child)
-			}
-		case []any, nil:
-			// Lists need their merge keys; see above.
-		default:
-			if owned.Has(path) {
+	leaves := want.Leaves()
+	reported := &fieldpath.Set{}
+	var out []string
+	missing.Iterate(func(p fieldpath.Path) {
+		if isIdentity(p) || hasReportedPrefix(reported, p) {
+			return
+		}
+		d, ok := resolve(desired.Object, p)
+		if !ok {
+			return // not in desired as rendered: nothing to compare
+		}
+		l, ok := resolve(live.Object, p)
+		switch {
+		case !ok:
+		case !leaves.Has(p):
+			return // an item with fields below it: those are compared one by one
+		case isNonEmptyComposite(d):
+			if equalWhole(d, l) {
 				return
 			}
-			if got, ok := resolve(live.Object, path); ok && equalSemantic(v, got) {
-				return
+		case equalSemantic(d, l):
+			return
+		}
+		reported.Insert(p)
+		out = append(out, pathString(p))
+	})
+	slices.Sort(out)
+	return out, nil
+}
+
+// appliedFields returns the field set of fieldManager's Apply entry on the main resource of
+// live, or nil when there is none.
+func appliedFields(live *unstructured.Unstructured, fieldManager string) (*fieldpath.Set, error) {
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			mf.Subresource == "" && mf.FieldsV1 != nil {
+			set := &fieldpath.Set{}
+			if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+				return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describeU(live))
 			}
-			removed = append(removed, pathString(path))
+			return set, nil
 		}
 	}
-	walk(nil, desired.Object)
-	slices.Sort(removed)
-	return removed, nil
+	return nil, nil
+}
+
+// isIdentity reports whether p is apiVersion, kind, metadata.name or metadata.namespace.
+func isIdentity(p fieldpath.Path) bool {
+	switch {
+	case len(p) == 1 && p[0].FieldName != nil:
+		return *p[0].FieldName == "apiVersion" || *p[0].FieldName == "kind"
+	case len(p) == 2 && p[0].FieldName != nil && *p[0].FieldName == "metadata" && p[1].FieldName != nil:
+		return *p[1].FieldName == "name" || *p[1].FieldName == "namespace"
+	}
+	return false
+}
+
+// hasReportedPrefix reports whether a proper prefix of p is in reported.
+func hasReportedPrefix(reported *fieldpath.Set, p fieldpath.Path) bool {
+	for i := 1; i < len(p); i++ {
+		if reported.Has(p[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isNonEmptyComposite(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		return len(v) > 0
+	case []any:
+		return len(v) > 0
+	}
+	return false
+}
+
+// equalWhole reports whether live equals desired as a whole: maps with the same keys, lists with
+// the same elements in order, scalars as equalSemantic compares them.
+func equalWhole(desired, live any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for k, dv := range d {
+			if lv, ok := l[k]; !ok || !equalWhole(dv, lv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !equalWhole(d[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return equalSemantic(desired, live)
+	}
+}
+
+// describeValidation renders structured-merge-diff validation errors by path only, since their
+// messages may quote values; "field not declared in schema", which quotes none, is kept.
+func describeValidation(err error) string {
+	var verrs typed.ValidationErrors
+	if !errors.As(err, &verrs) || len(verrs) == 0 {
+		return "invalid"
+	}
+	parts := make([]string, 0, len(verrs))
+	for _, e := range verrs {
+		msg := "value does not match the schema"
+		if e.ErrorMessage == "field not declared in schema" {
+			msg = e.ErrorMessage
+		}
+		path := e.Path
+		if path == "" {
+			path = "."
+		}
+		parts = append(parts, path+": "+msg)
+	}
+	slices.Sort(parts)
+	return truncateString(strings.Join(slices.Compact(parts), "; "), 512)
+}
+
+func truncateString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // resolve returns the value at path p in obj and whether it is there.

@@ -4,15 +4,23 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/resources/schemas"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 const kdagManager = "kdag"
@@ -29,7 +37,8 @@ func desiredDeployment(t *testing.T, ns string) *unstructured.Unstructured {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{
-					{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{ContainerPort: 80}}},
+					{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{ContainerPort: 80}},
+						Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}, {Name: "LEVEL", Value: "3"}}},
 					{Name: "sidecar", Image: "busybox:1.36", Args: []string{"sleep", "infinity"}},
 				}},
 			},
@@ -258,43 +267,6 @@ func TestDrift_AgainstAPIServer(t *testing.T) {
 	}
 }
 
-func TestOwnedFieldsFingerprint_AgainstAPIServer(t *testing.T) {
-	ns := env.Namespace(t)
-	desired := desiredConfigMap(t, ns)
-	apply(t, desired, kdagManager, true)
-	fp := OwnedFieldsFingerprint(getLive(t, desired), kdagManager)
-	if fp == "" {
-		t.Fatal("no fingerprint after kdag's apply")
-	}
-
-	// Someone adds an annotation: kdag's field set is the same.
-	foreignUpdate(t, desired, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) {
-		cm.Annotations = map[string]string{"example.com/note": "hello"}
-	})
-	if got := OwnedFieldsFingerprint(getLive(t, desired), kdagManager); got != fp {
-		t.Fatalf("fingerprint changed from %s to %s on a foreign annotation", fp, got)
-	}
-
-	// Someone removes a label kdag set: Drift cannot see it, the fingerprint can.
-	foreignUpdate(t, desired, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Labels, "tier") })
-	live := getLive(t, desired)
-	if got := OwnedFieldsFingerprint(live, kdagManager); got == fp {
-		t.Fatalf("fingerprint %s unchanged after a label kdag set was removed\nmanaged fields: %s", got, dumpManagedFields(live))
-	}
-	if drift, err := Drift(live, desired, kdagManager); err != nil || len(drift) != 0 {
-		t.Fatalf("Drift = %q, %v: the documented limitation (removals are invisible to Drift) no longer holds; update the docs", drift, err)
-	}
-
-	// kdag applies again: its field set is whole again, and so is the fingerprint.
-	apply(t, desired, kdagManager, true)
-	if got := OwnedFieldsFingerprint(getLive(t, desired), kdagManager); got != fp {
-		t.Fatalf("fingerprint after re-apply = %s, want the original %s", got, fp)
-	}
-	if got := OwnedFieldsFingerprint(getLive(t, desired), "someone-else"); got != "" {
-		t.Fatalf("fingerprint of a manager without an entry = %q, want empty", got)
-	}
-}
-
 // managerFields returns the FieldsV1 of manager's entry for subresource, or "".
 func managerFields(live *unstructured.Unstructured, manager, subresource string) string {
 	for _, mf := range live.GetManagedFields() {
@@ -313,20 +285,92 @@ func dumpManagedFields(live *unstructured.Unstructured) string {
 	return b.String()
 }
 
-// TestRemovedFields_AgainstAPIServer checks RemovedFields against the field sets the real API
-// server writes: nothing is reported for objects as kdag applied them (server defaults, a
-// Secret's write-only stringData, quantities), and a field someone removed or replaced with a
-// plain update is reported.
-func TestRemovedFields_AgainstAPIServer(t *testing.T) {
-	secret := func(t *testing.T, ns string) *unstructured.Unstructured {
-		u, err := Desired(&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds", Labels: map[string]string{"app": "web"}},
-			StringData: map[string]string{"password": "s3cr3t"},
-		}, corev1.SchemeGroupVersion.WithKind("Secret"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
+// typeConverter returns a type converter backed by the test API server's OpenAPI schemas (one
+// Provider for the package, as an operator process has), once the API server publishes the
+// schema of gv: it does so shortly after a CRD is installed, not at once.
+func typeConverter(t *testing.T, gv schema.GroupVersion) managedfields.TypeConverter {
+	t.Helper()
+	providerOnce.Do(func() {
+		provider, providerErr = schemas.NewProviderForConfig(env.Config, nil, schemas.Options{})
+	})
+	if providerErr != nil {
+		t.Fatal(providerErr)
+	}
+	ctx := context.Background()
+	var err error
+	if pollErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err = provider.TypeConverter(ctx, gv)
+		return err == nil, nil
+	}); pollErr != nil {
+		t.Fatalf("schema of %s: %v", gv, err)
+	}
+	return provider.WithContext(ctx)
+}
+
+var (
+	providerOnce sync.Once
+	provider     *schemas.Provider
+	providerErr  error
+)
+
+func desiredSecret(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := Desired(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds", Labels: map[string]string{"app": "web"}},
+		StringData: map[string]string{"password": "s3cr3t"},
+	}, corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// desiredWidget is a custom resource whose CRD defaults two fields kdag does not set.
+func desiredWidget(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := Desired(&testapi.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child", Labels: map[string]string{"app": "web"}},
+		Spec:       testapi.WidgetSpec{Replicas: ptr.To[int32](2), Components: []string{"a", "b"}, Data: map[string]string{"k": "v"}},
+	}, testapi.GroupVersion.WithKind("Widget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(u.Object, "spec", "minReplicas") // left to the CRD's default
+	unstructured.RemoveNestedField(u.Object, "spec", "maxReplicas")
+	return u
+}
+
+// desiredQuantities is a Deployment written by hand, with a quantity in a form the API server
+// stores differently ("0.5" becomes "500m") and a port whose protocol (a key field) it defaults.
+func desiredQuantities(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	return obj(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: `+ns+`, name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports: [{containerPort: 8080}]
+        resources: {requests: {cpu: "0.5", memory: 1024Mi}, limits: {cpu: "1"}}
+`)
+}
+
+func webContainer(d *appsv1.Deployment) *corev1.Container { return &d.Spec.Template.Spec.Containers[0] }
+
+// TestMissingFields_AgainstAPIServer checks MissingFields against the field sets and schemas of
+// the real API server: nothing is reported for objects as kdag applied them (server defaults, a
+// Secret's write-only stringData, quantities, defaulted key fields, a CRD's defaults), and a field
+// someone removed or replaced with a plain update is reported, list items and atomic maps
+// included.
+func TestMissingFields_AgainstAPIServer(t *testing.T) {
+	deploy := func(edit func(*appsv1.Deployment)) func(*testing.T, *unstructured.Unstructured) {
+		return func(t *testing.T, d *unstructured.Unstructured) { foreignUpdate(t, d, &appsv1.Deployment{}, edit) }
 	}
 	tests := []struct {
 		name    string
@@ -336,8 +380,10 @@ func TestRemovedFields_AgainstAPIServer(t *testing.T) {
 	}{
 		{name: "configmap as applied", desired: desiredConfigMap},
 		{name: "deployment as applied", desired: desiredDeployment},
+		{name: "deployment with quantities and a defaulted key field as applied", desired: desiredQuantities},
 		{name: "service as applied", desired: desiredService},
-		{name: "secret with stringData as applied", desired: secret},
+		{name: "secret with stringData as applied", desired: desiredSecret},
+		{name: "custom resource with defaults as applied", desired: desiredWidget},
 		{name: "foreign annotation added", desired: desiredConfigMap, edit: func(t *testing.T, d *unstructured.Unstructured) {
 			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { cm.Annotations = map[string]string{"example.com/note": "x"} })
 		}},
@@ -347,8 +393,39 @@ func TestRemovedFields_AgainstAPIServer(t *testing.T) {
 		{name: "data key removed and another changed", desired: desiredConfigMap, want: []string{".data.key", ".data.other"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
 			foreignUpdate(t, d, &corev1.ConfigMap{}, func(cm *corev1.ConfigMap) { delete(cm.Data, "other"); cm.Data["key"] = "changed" })
 		}},
-		{name: "deployment replicas changed", desired: desiredDeployment, want: []string{".spec.replicas"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
-			foreignUpdate(t, d, &appsv1.Deployment{}, func(dep *appsv1.Deployment) { dep.Spec.Replicas = ptr.To[int32](5) })
+		{name: "secret label removed", desired: desiredSecret, want: []string{".metadata.labels.app"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &corev1.Secret{}, func(s *corev1.Secret) { delete(s.Labels, "app") })
+		}},
+		{name: "deployment replicas changed", desired: desiredDeployment, want: []string{".spec.replicas"},
+			edit: deploy(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })},
+		{name: "env var removed", desired: desiredDeployment, want: []string{".spec.template.spec.containers[name=web].env[name=MODE]"},
+			edit: deploy(func(d *appsv1.Deployment) { webContainer(d).Env = webContainer(d).Env[1:] })},
+		{name: "env var value changed", desired: desiredDeployment, want: []string{".spec.template.spec.containers[name=web].env[name=LEVEL].value"},
+			edit: deploy(func(d *appsv1.Deployment) { webContainer(d).Env[1].Value = "9" })},
+		{name: "container port removed", desired: desiredDeployment, want: []string{".spec.template.spec.containers[name=web].ports[containerPort=80,protocol=TCP]"},
+			edit: deploy(func(d *appsv1.Deployment) { webContainer(d).Ports = nil })},
+		{name: "container removed", desired: desiredDeployment, want: []string{".spec.template.spec.containers[name=sidecar]"},
+			edit: deploy(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers = d.Spec.Template.Spec.Containers[:1] })},
+		{name: "atomic list replaced", desired: desiredDeployment, want: []string{".spec.template.spec.containers[name=sidecar].args"},
+			edit: deploy(func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[1].Args = []string{"sleep", "infinity", "x"}
+			})},
+		{name: "quantity removed", desired: desiredQuantities, want: []string{".spec.template.spec.containers[name=web].resources.limits.cpu"},
+			edit: deploy(func(d *appsv1.Deployment) { webContainer(d).Resources.Limits = nil })},
+		{name: "atomic map with a key added", desired: desiredService, want: []string{".spec.selector"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &corev1.Service{}, func(s *corev1.Service) { s.Spec.Selector["tier"] = "x" })
+		}},
+		{name: "service port removed", desired: desiredService, want: []string{".spec.ports[port=80,protocol=TCP]"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			foreignUpdate(t, d, &corev1.Service{}, func(s *corev1.Service) {
+				s.Spec.Ports = []corev1.ServicePort{{Name: "other", Port: 81, Protocol: corev1.ProtocolTCP}}
+			})
+		}},
+		{name: "custom resource set item removed", desired: desiredWidget, want: []string{".spec.components[=b]"}, edit: func(t *testing.T, d *unstructured.Unstructured) {
+			w := &unstructured.Unstructured{}
+			w.SetGroupVersionKind(d.GroupVersionKind())
+			foreignUpdate(t, d, w, func(w *unstructured.Unstructured) {
+				_ = unstructured.SetNestedStringSlice(w.Object, []string{"a"}, "spec", "components")
+			})
 		}},
 	}
 	for _, tt := range tests {
@@ -360,15 +437,46 @@ func TestRemovedFields_AgainstAPIServer(t *testing.T) {
 				tt.edit(t, desired)
 			}
 			live := getLive(t, desired)
-			got, err := RemovedFields(live, desired, kdagManager)
+			got, err := MissingFields(live, desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("RemovedFields = %q, want %q\nmanaged fields: %s", got, tt.want, dumpManagedFields(live))
+				t.Errorf("MissingFields = %q, want %q\nmanaged fields: %s", got, tt.want, dumpManagedFields(live))
+			}
+			if tt.edit == nil {
+				return
+			}
+			// kdag applies again: nothing is missing any more.
+			apply(t, desired, kdagManager, true)
+			live = getLive(t, desired)
+			if got, err := MissingFields(live, desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion())); err != nil || got != nil {
+				t.Errorf("after kdag's re-apply MissingFields = %q, %v; want nil\nmanaged fields: %s", got, err, dumpManagedFields(live))
 			}
 		})
 	}
+
+	t.Run("desired object that does not fit the schema: error names paths, not values", func(t *testing.T) {
+		ns := env.Namespace(t)
+		desired := desiredConfigMap(t, ns)
+		apply(t, desired, kdagManager, true)
+		misfit := desired.DeepCopy()
+		misfit.Object["immutable"] = "s3cr3t-one" // a boolean field
+		misfit.Object["extra"] = "s3cr3t-two"     // no such field
+		_, err := MissingFields(getLive(t, desired), misfit, kdagManager, typeConverter(t, corev1.SchemeGroupVersion))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		msg := err.Error()
+		for _, want := range []string{"ConfigMap " + ns + "/cfg", ".immutable: value does not match the schema", ".extra: field not declared in schema"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q does not contain %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "s3cr3t") {
+			t.Errorf("error %q quotes a value", msg)
+		}
+	})
 
 	t.Run("no apply entry", func(t *testing.T) {
 		ns := env.Namespace(t)
@@ -377,11 +485,8 @@ func TestRemovedFields_AgainstAPIServer(t *testing.T) {
 		if err := env.Client.Create(context.Background(), cm, client.FieldOwner(kdagManager)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := RemovedFields(nil, desired, kdagManager); err == nil {
-			t.Error("RemovedFields of a nil live object: no error")
-		}
-		if got, err := RemovedFields(getLive(t, desired), desired, kdagManager); err != nil || got != nil {
-			t.Errorf("RemovedFields without an Apply entry = %q, %v; want nil, nil", got, err)
+		if got, err := MissingFields(getLive(t, desired), desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion())); err != nil || got != nil {
+			t.Errorf("MissingFields without an Apply entry = %q, %v; want nil, nil", got, err)
 		}
 	})
 }

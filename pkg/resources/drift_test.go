@@ -1,13 +1,16 @@
 package resources
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -277,4 +280,265 @@ func TestPathString(t *testing.T) {
 			t.Errorf("pathString(%s) = %q, want %q", tt.path, got, tt.want)
 		}
 	}
+}
+
+// thingSchema is a structured-merge-diff schema for a made-up kind with each kind of field the
+// API server's schemas have: a keyed list with a defaulted key field, a set, an atomic map, an
+// atomic list, a separable map of labels.
+const thingSchema = `types:
+- name: thing
+  map:
+    fields:
+    - {name: apiVersion, type: {scalar: string}}
+    - {name: kind, type: {scalar: string}}
+    - {name: metadata, type: {namedType: meta}}
+    - {name: spec, type: {namedType: spec}}
+- name: meta
+  map:
+    fields:
+    - {name: name, type: {scalar: string}}
+    - {name: namespace, type: {scalar: string}}
+    - {name: labels, type: {map: {elementType: {scalar: string}}}}
+- name: spec
+  map:
+    fields:
+    - {name: replicas, type: {scalar: numeric}}
+    - {name: cpu, type: {scalar: string}}
+    - {name: env, type: {namedType: envList}}
+    - {name: ports, type: {namedType: portList}}
+    - {name: tags, type: {list: {elementType: {scalar: string}, elementRelationship: associative}}}
+    - {name: selector, type: {map: {elementType: {scalar: string}, elementRelationship: atomic}}}
+    - {name: args, type: {list: {elementType: {scalar: string}, elementRelationship: atomic}}}
+    - {name: volume, type: {namedType: volume}}
+- name: envList
+  list:
+    elementType: {namedType: envVar}
+    elementRelationship: associative
+    keys: [name]
+- name: envVar
+  map:
+    fields:
+    - {name: name, type: {scalar: string}}
+    - {name: value, type: {scalar: string}}
+- name: portList
+  list:
+    elementType: {namedType: port}
+    elementRelationship: associative
+    keys: [port, protocol]
+- name: port
+  map:
+    fields:
+    - {name: port, type: {scalar: numeric}}
+    - {name: protocol, type: {scalar: string}, default: TCP}
+    - {name: name, type: {scalar: string}}
+- name: volume
+  map:
+    fields:
+    - {name: emptyDir, type: {map: {fields: [{name: medium, type: {scalar: string}}]}}}
+`
+
+// parserConverter types every object as thingSchema's "thing".
+type parserConverter struct{ t typed.ParseableType }
+
+func (c parserConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	return c.t.FromUnstructured(obj.(*unstructured.Unstructured).Object, opts...)
+}
+
+func (parserConverter) TypedToObject(*typed.TypedValue) (runtime.Object, error) {
+	return nil, errors.New("not used")
+}
+
+func thingConverter(t *testing.T) parserConverter {
+	t.Helper()
+	p, err := typed.NewParser(thingSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parserConverter{t: p.Type("thing")}
+}
+
+// TestMissingFields_Rules runs MissingFields on hand-written Apply entries and a hand-written
+// schema, for each rule of its comment (see drift_envtest_test.go for the real API server).
+func TestMissingFields_Rules(t *testing.T) {
+	tc := thingConverter(t)
+	desired := obj(t, `
+apiVersion: example.com/v1
+kind: Thing
+metadata: {namespace: ns, name: t, labels: {app: web, tier: front}}
+spec:
+  replicas: 2
+  cpu: "0.5"
+  env: [{name: A, value: "1"}, {name: B, value: "2"}]
+  ports: [{port: 80, name: http}]
+  tags: [a, b]
+  selector: {app: web}
+  args: [run, --fast]
+  volume: {emptyDir: {}}
+`)
+	tv, err := tc.ObjectToTyped(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := tv.ToFieldSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the API server records for an apply of desired: no identity fields.
+	full = full.Difference(fieldpath.NewSet(
+		fieldpath.MakePathOrDie("apiVersion"), fieldpath.MakePathOrDie("kind"),
+		fieldpath.MakePathOrDie("metadata", "name"), fieldpath.MakePathOrDie("metadata", "namespace")))
+	env := func(name string, rest ...any) fieldpath.Path {
+		return fieldpath.MakePathOrDie(append([]any{"spec", "env", fieldpath.KeyByFields("name", name)}, rest...)...)
+	}
+	port80 := fieldpath.KeyByFields("port", 80, "protocol", "TCP")
+	// entryWithout is kdag's Apply entry after someone took or removed the given fields.
+	entryWithout := func(t *testing.T, paths ...fieldpath.Path) metav1.ManagedFieldsEntry {
+		t.Helper()
+		js, err := full.Difference(fieldpath.NewSet(paths...)).ToJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entry("kdag", metav1.ManagedFieldsOperationApply, "", string(js))
+	}
+	edit := func(f func(spec map[string]any, meta map[string]any)) *unstructured.Unstructured {
+		u := desired.DeepCopy()
+		u.Object["spec"].(map[string]any)["cpu"] = "500m" // as the API server stores it
+		f(u.Object["spec"].(map[string]any), u.Object["metadata"].(map[string]any))
+		return u
+	}
+	unchanged := edit(func(map[string]any, map[string]any) {})
+	tests := []struct {
+		name string
+		lost []fieldpath.Path // fields kdag's entry no longer holds
+		live *unstructured.Unstructured
+		want []string
+	}{
+		{name: "as applied", live: unchanged},
+		{name: "identity fields are never reported", live: unchanged,
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("apiVersion"), fieldpath.MakePathOrDie("metadata", "name")}},
+		{name: "list item removed is reported once, not field by field",
+			lost: []fieldpath.Path{env("B"), env("B", "name"), env("B", "value")},
+			live: edit(func(s, _ map[string]any) { s["env"] = []any{map[string]any{"name": "A", "value": "1"}} }),
+			want: []string{".spec.env[name=B]"}},
+		{name: "list item value replaced",
+			lost: []fieldpath.Path{env("B", "value")},
+			live: edit(func(s, _ map[string]any) { s["env"].([]any)[1].(map[string]any)["value"] = "3" }),
+			want: []string{".spec.env[name=B].value"}},
+		{name: "list item held by another manager with the same value", live: unchanged,
+			lost: []fieldpath.Path{env("B"), env("B", "name"), env("B", "value")}},
+		{name: "keyed by a defaulted key field",
+			lost: []fieldpath.Path{
+				fieldpath.MakePathOrDie("spec", "ports", port80),
+				fieldpath.MakePathOrDie("spec", "ports", port80, "port"),
+				fieldpath.MakePathOrDie("spec", "ports", port80, "name"),
+			},
+			live: edit(func(s, _ map[string]any) { delete(s, "ports") }),
+			want: []string{".spec.ports[port=80,protocol=TCP]"}},
+		{name: "set item removed",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "tags", value.NewValueInterface("b"))},
+			live: edit(func(s, _ map[string]any) { s["tags"] = []any{"a"} }),
+			want: []string{".spec.tags[=b]"}},
+		{name: "atomic map with a key added",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "selector")},
+			live: edit(func(s, _ map[string]any) { s["selector"] = map[string]any{"app": "web", "extra": "x"} }),
+			want: []string{".spec.selector"}},
+		{name: "atomic map held by another manager with the same value", live: unchanged,
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "selector")}},
+		{name: "atomic list with an element added",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "args")},
+			live: edit(func(s, _ map[string]any) { s["args"] = []any{"run", "--fast", "--debug"} }),
+			want: []string{".spec.args"}},
+		{name: "label removed",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("metadata", "labels", "tier")},
+			live: edit(func(_, m map[string]any) { delete(m["labels"].(map[string]any), "tier") }),
+			want: []string{".metadata.labels.tier"}},
+		{name: "scalar removed",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "replicas")},
+			live: edit(func(s, _ map[string]any) { delete(s, "replicas") }),
+			want: []string{".spec.replicas"}},
+		{name: "quantity in canonical form", live: unchanged,
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "cpu")}},
+		{name: "empty map holds defaults",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "volume", "emptyDir")},
+			live: edit(func(s, _ map[string]any) {
+				s["volume"] = map[string]any{"emptyDir": map[string]any{"medium": "Memory"}}
+			})},
+		{name: "empty map removed",
+			lost: []fieldpath.Path{fieldpath.MakePathOrDie("spec", "volume", "emptyDir")},
+			live: edit(func(s, _ map[string]any) { s["volume"] = map[string]any{} }),
+			want: []string{".spec.volume.emptyDir"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			live := withManagedFields(t, tt.live, entryWithout(t, tt.lost...))
+			got, err := MissingFields(live, desired, "kdag", tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("MissingFields = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// notCalled fails the test when MissingFields types an object it has no reason to.
+type notCalled struct{ t *testing.T }
+
+func (c notCalled) ObjectToTyped(runtime.Object, ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	c.t.Error("ObjectToTyped called")
+	return nil, errors.New("not called")
+}
+
+func (notCalled) TypedToObject(*typed.TypedValue) (runtime.Object, error) {
+	return nil, errors.New("not called")
+}
+
+func TestMissingFields_Errors(t *testing.T) {
+	tc := thingConverter(t)
+	desired := obj(t, `{apiVersion: example.com/v1, kind: Thing, metadata: {namespace: ns, name: t}, spec: {replicas: 2}}`)
+	applied := withManagedFields(t, desired, entry("kdag", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{"f:replicas":{}}}`))
+
+	if _, err := MissingFields(nil, desired, "kdag", tc); err == nil {
+		t.Error("MissingFields(nil live) returned no error")
+	}
+	if _, err := MissingFields(applied, nil, "kdag", tc); err == nil {
+		t.Error("MissingFields(nil desired) returned no error")
+	}
+	t.Run("no Apply entry of the field manager: nothing to compare, no typing", func(t *testing.T) {
+		for _, live := range []*unstructured.Unstructured{
+			desired,
+			withManagedFields(t, desired, entry("kdag", metav1.ManagedFieldsOperationUpdate, "", `{"f:spec":{}}`)),
+			withManagedFields(t, desired, entry("kdag", metav1.ManagedFieldsOperationApply, "status", `{"f:status":{}}`)),
+			withManagedFields(t, desired, entry("other", metav1.ManagedFieldsOperationApply, "", `{"f:spec":{}}`)),
+		} {
+			if got, err := MissingFields(live, desired, "kdag", notCalled{t}); got != nil || err != nil {
+				t.Errorf("MissingFields = %q, %v; want nil, nil", got, err)
+			}
+		}
+	})
+	t.Run("entry that does not parse", func(t *testing.T) {
+		bad := withManagedFields(t, desired, entry("kdag", metav1.ManagedFieldsOperationApply, "", `{"f:spec":[1]}`))
+		_, err := MissingFields(bad, desired, "kdag", tc)
+		if err == nil || !strings.Contains(err.Error(), "Thing ns/t") {
+			t.Errorf("error = %v, want one naming Thing ns/t", err)
+		}
+	})
+	t.Run("desired object that does not fit the schema: paths, no values", func(t *testing.T) {
+		misfit := desired.DeepCopy()
+		misfit.Object["spec"] = map[string]any{"replicas": "s3cr3t-value", "undeclared": "other-s3cr3t"}
+		_, err := MissingFields(applied, misfit, "kdag", tc)
+		if err == nil {
+			t.Fatal("no error")
+		}
+		msg := err.Error()
+		for _, want := range []string{"Thing ns/t", ".spec.replicas", ".spec.undeclared: field not declared in schema"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q does not contain %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "s3cr3t") {
+			t.Errorf("error %q quotes a value", msg)
+		}
+	})
 }
