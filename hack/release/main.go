@@ -70,7 +70,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s (%s)\n", strings.Join(files, "\n"), time.Since(start).Round(time.Second))
+		fmt.Printf("%s\nin %s\n", strings.Join(files, "\n"), time.Since(start).Round(time.Second))
 		return nil
 	}
 	if kustomize == "" || helm == "" {
@@ -82,7 +82,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s: %s (%s)\n", out, strings.Join(files, " "), time.Since(start).Round(time.Second))
+	fmt.Printf("%s:\n  %s\nin %s\n", out, strings.Join(files, "\n  "), time.Since(start).Round(time.Second))
 	return nil
 }
 
