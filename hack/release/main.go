@@ -37,15 +37,15 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var (
-		img       release.ImageOptions
+		info      release.BuildInfo
 		out       string
 		epoch     int64
 		platforms string
 		kustomize string
 		helm      string
 	)
-	fs.StringVar(&img.Version, "version", "", "operator version: the image tag, stamped into the binaries (required)")
-	fs.StringVar(&img.Revision, "revision", "", "commit the release is built from (image label, chart version of a dev build)")
+	fs.StringVar(&info.Version, "version", "", "operator version: the image tag, stamped into the binaries (required)")
+	fs.StringVar(&info.Revision, "revision", "", "commit the release is built from (image label, chart version of a dev build)")
 	fs.Int64Var(&epoch, "source-date-epoch", 0, "time written into the images, in seconds since the epoch (the commit time)")
 	fs.StringVar(&out, "out", "", "output directory (required)")
 	fs.StringVar(&platforms, "platforms", "", "image: comma-separated os/arch list (default linux/amd64,linux/arm64)")
@@ -57,7 +57,7 @@ func run(args []string) error {
 	if out == "" {
 		return errors.New("-out is required")
 	}
-	img.Created = time.Unix(epoch, 0).UTC()
+	info.Created = time.Unix(epoch, 0).UTC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
@@ -66,7 +66,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		files, err := release.BuildImages(ctx, release.ImageBuild{ImageOptions: img, Dir: ".", Out: out, Platforms: ps, Log: os.Stderr})
+		files, err := release.BuildImages(ctx, release.ImageBuild{BuildInfo: info, Dir: ".", Out: out, Platforms: ps, Log: os.Stderr})
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func run(args []string) error {
 		return errors.New("-kustomize and -helm are required")
 	}
 	files, err := release.Run(ctx, release.Options{
-		ImageOptions: img, Dir: ".", Out: out, Kustomize: kustomize, Helm: helm, Log: os.Stderr,
+		BuildInfo: info, Dir: ".", Out: out, Kustomize: kustomize, Helm: helm, Log: os.Stderr,
 	})
 	if err != nil {
 		return err

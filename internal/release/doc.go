@@ -26,7 +26,8 @@
 //		Kustomize: "bin/kustomize", Helm: "bin/helm",
 //	})
 //
-// Images are reproducible: every time in them (config, history, file times) is ImageOptions.Created,
-// SOURCE_DATE_EPOCH in the Makefile (the commit time), so the same commit and Go version give the
-// same digests.
+// Builds are reproducible: every time in the images (config, history, file times) and in the
+// chart package is BuildInfo.Created, SOURCE_DATE_EPOCH in the Makefile (the commit time), and
+// the binaries are built with -trimpath, so the same commit and Go version give the same files,
+// the same digests and the same SHA256SUMS.
 package release

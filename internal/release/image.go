@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -46,40 +45,12 @@ const (
 	LabelRefName = "org.opencontainers.image.ref.name"
 )
 
-// ImageOptions are the image's metadata.
-type ImageOptions struct {
-	// Version is the operator version: the image tag and the version label. Required (CheckVersion).
-	Version string
-	// Revision is the commit the image is built from, the revision label; empty leaves it out.
-	Revision string
-	// Created is the time written in the config, the labels, the history and the layer's file
-	// times. The zero value means the Unix epoch: builds of the same binaries are byte-identical.
-	Created time.Time
-}
-
-func (o ImageOptions) created() time.Time {
-	if o.Created.IsZero() {
-		return time.Unix(0, 0).UTC()
-	}
-	return o.Created.UTC()
-}
-
-// Tag returns the image reference ImageRepository:Version, or an error when Version is not a
-// valid tag.
-func (o ImageOptions) Tag() (name.Tag, error) {
-	if err := CheckVersion(o.Version); err != nil {
-		return name.Tag{}, err
-	}
-	tag, err := name.NewTag(ImageRepository+":"+o.Version, name.StrictValidation)
-	return tag, errors.Wrapf(err, "image tag for version %s", o.Version)
-}
-
 // Image returns the operator image for platform holding the manager binary read from binary (a
 // static Go binary built for that platform): one layer with the binary at Entrypoint (mode 0755,
 // owned by root), no base image, user User, entrypoint Entrypoint, OCI labels for source,
 // version, revision, creation time, title and license, and OCI media types. It returns an error
 // when the binary cannot be read or opts.Version is not a valid tag.
-func Image(binary string, platform Platform, opts ImageOptions) (v1.Image, error) {
+func Image(binary string, platform Platform, opts BuildInfo) (v1.Image, error) {
 	if err := CheckVersion(opts.Version); err != nil {
 		return nil, err
 	}
@@ -146,7 +117,7 @@ const ImageLayoutName = "kdag-image_oci"
 // each image's platform. The layout is the directory ImageLayoutName, or, with archiveLayout, a
 // tar of it named ImageLayoutName+".tar" (no directory left behind). It returns the paths written,
 // in that order, or an error naming the file that could not be written.
-func WriteImages(dir string, images []v1.Image, opts ImageOptions, archiveLayout bool) ([]string, error) {
+func WriteImages(dir string, images []v1.Image, opts BuildInfo, archiveLayout bool) ([]string, error) {
 	tag, err := opts.Tag()
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func fakeBinary(t *testing.T, p Platform) (string, []byte) {
 
 // checkConfig fails the test unless img is the operator image for p with opts: user,
 // entrypoint, labels, platform, times, OCI media types.
-func checkConfig(t *testing.T, img v1.Image, p Platform, opts ImageOptions) {
+func checkConfig(t *testing.T, img v1.Image, p Platform, opts BuildInfo) {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -118,11 +118,11 @@ func TestImage(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		platform Platform
-		opts     ImageOptions
+		opts     BuildInfo
 	}{
-		{"release", Platform{"linux", "amd64"}, ImageOptions{Version: "v1.2.0", Revision: "0123456789abcdef", Created: testCreated}},
-		{"arm64", Platform{"linux", "arm64"}, ImageOptions{Version: "v1.2.0-3-gabc1234", Created: testCreated}},
-		{"no time: the epoch", Platform{"linux", "amd64"}, ImageOptions{Version: DevVersion}},
+		{"release", Platform{"linux", "amd64"}, BuildInfo{Version: "v1.2.0", Revision: "0123456789abcdef", Created: testCreated}},
+		{"arm64", Platform{"linux", "arm64"}, BuildInfo{Version: "v1.2.0-3-gabc1234", Created: testCreated}},
+		{"no time: the epoch", Platform{"linux", "amd64"}, BuildInfo{Version: DevVersion}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			binary, content := fakeBinary(t, tc.platform)
@@ -150,17 +150,17 @@ func TestImage(t *testing.T) {
 
 func TestImage_Errors(t *testing.T) {
 	binary, _ := fakeBinary(t, Platform{"linux", "amd64"})
-	if _, err := Image(binary, Platform{"linux", "amd64"}, ImageOptions{Version: "not a tag"}); err == nil {
+	if _, err := Image(binary, Platform{"linux", "amd64"}, BuildInfo{Version: "not a tag"}); err == nil {
 		t.Error("Image with version \"not a tag\": no error")
 	}
-	if _, err := Image(filepath.Join(t.TempDir(), "absent"), Platform{"linux", "amd64"}, ImageOptions{Version: "v1"}); err == nil {
+	if _, err := Image(filepath.Join(t.TempDir(), "absent"), Platform{"linux", "amd64"}, BuildInfo{Version: "v1"}); err == nil {
 		t.Error("Image of a missing binary: no error")
 	}
 }
 
 // writeTestImages writes the images of fake binaries for ImagePlatforms() into a new directory
 // and returns it, the images and the files written.
-func writeTestImages(t *testing.T, opts ImageOptions, archiveLayout bool) (string, []v1.Image, []string) {
+func writeTestImages(t *testing.T, opts BuildInfo, archiveLayout bool) (string, []v1.Image, []string) {
 	t.Helper()
 	var images []v1.Image
 	for _, p := range ImagePlatforms() {
@@ -182,7 +182,7 @@ func writeTestImages(t *testing.T, opts ImageOptions, archiveLayout bool) (strin
 // TestWriteImages_ReadBack reads what WriteImages wrote as docker and crane would: each
 // platform's tarball tagged with the version, and the OCI layout's index of every platform.
 func TestWriteImages_ReadBack(t *testing.T) {
-	opts := ImageOptions{Version: "v0.3.0", Revision: "feedface", Created: testCreated}
+	opts := BuildInfo{Version: "v0.3.0", Revision: "feedface", Created: testCreated}
 	dir, images, files := writeTestImages(t, opts, false)
 	want := []string{
 		filepath.Join(dir, "kdag-image_linux_amd64.tar"), filepath.Join(dir, "kdag-image_linux_arm64.tar"),
@@ -263,7 +263,7 @@ func configName(t *testing.T, img v1.Image) v1.Hash {
 // TestWriteImages_Reproducible writes the same images twice: the files are byte for byte the
 // same; another creation time changes them.
 func TestWriteImages_Reproducible(t *testing.T) {
-	opts := ImageOptions{Version: "v0.3.0", Revision: "feedface", Created: testCreated}
+	opts := BuildInfo{Version: "v0.3.0", Revision: "feedface", Created: testCreated}
 	dirA, _, filesA := writeTestImages(t, opts, true)
 	_, _, filesB := writeTestImages(t, opts, true)
 	opts.Created = opts.Created.Add(time.Second)

@@ -1,13 +1,17 @@
 package release
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/pkg/errors"
 	"sigs.k8s.io/yaml"
@@ -61,23 +65,61 @@ func InstallYAML(ctx context.Context, kustomize, dir, version string) ([]byte, e
 }
 
 // PackageChart packages the chart ChartDir under the repository root dir into the directory out
-// with the helm binary at helm, its version set to ChartVersion(version, revision) and its
-// appVersion to version, so that its default image is ImageRepository:version. It returns the
-// path of the package (out/kdag-<chart version>.tgz), or an error carrying helm's output.
-func PackageChart(ctx context.Context, helm, dir, out, version, revision string) (string, error) {
-	if err := CheckVersion(version); err != nil {
+// with the helm binary at helm, its version set to ChartVersion(info.Version, info.Revision) and
+// its appVersion to info.Version, so that its default image is ImageRepository:info.Version. The
+// package's file times are info.Created (helm writes the current time; the package is rewritten),
+// so it is the same for the same commit. It returns the path of the package
+// (out/kdag-<chart version>.tgz), or an error carrying helm's output.
+func PackageChart(ctx context.Context, helm, dir, out string, info BuildInfo) (string, error) {
+	if err := CheckVersion(info.Version); err != nil {
 		return "", err
 	}
-	chartVersion := ChartVersion(version, revision)
+	chartVersion := ChartVersion(info.Version, info.Revision)
 	if _, err := run(ctx, dir, helm, "package", ChartDir, "--destination", out,
-		"--version", chartVersion, "--app-version", version); err != nil {
+		"--version", chartVersion, "--app-version", info.Version); err != nil {
 		return "", errors.Wrap(err, "package chart")
 	}
 	pkg := filepath.Join(out, "kdag-"+chartVersion+".tgz")
-	if _, err := os.Stat(pkg); err != nil {
-		return "", errors.Wrap(err, "package chart: helm wrote no package where expected")
+	return pkg, errors.Wrapf(retime(pkg, info.created()), "package chart: rewrite %s", pkg)
+}
+
+// retime rewrites the gzipped tar archive at file with every entry's modification time set to
+// mtime and no time in the gzip header; names, modes and contents stay.
+func retime(file string, mtime time.Time) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
 	}
-	return pkg, nil
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = mtime, time.Time{}, time.Time{}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(file, out.Bytes(), 0o644)
 }
 
 // run runs bin with args in dir and returns its standard output, or an error with its output.

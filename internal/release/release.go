@@ -26,7 +26,7 @@ func PluginName(p Platform) string { return "kubectl-kdag_" + p.OS + "_" + p.Arc
 
 // ImageBuild is the build of the operator image for several platforms.
 type ImageBuild struct {
-	ImageOptions
+	BuildInfo
 	// Dir is the repository root, where the manager is built. Required.
 	Dir string
 	// Out is the directory the images are written to (WriteImages); created if missing.
@@ -61,7 +61,7 @@ func BuildImages(ctx context.Context, b ImageBuild) ([]string, error) {
 		if err := Build(ctx, GoBuild{Dir: b.Dir, Package: ".", Platform: p, Version: b.Version, Output: binary}); err != nil {
 			return nil, err
 		}
-		img, err := Image(binary, p, b.ImageOptions)
+		img, err := Image(binary, p, b.BuildInfo)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func BuildImages(ctx context.Context, b ImageBuild) ([]string, error) {
 		log("built the manager %s for %s (%s)", b.Version, p, since(start))
 	}
 	start := time.Now()
-	files, err := WriteImages(b.Out, images, b.ImageOptions, b.ArchiveLayout)
+	files, err := WriteImages(b.Out, images, b.BuildInfo, b.ArchiveLayout)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func BuildImages(ctx context.Context, b ImageBuild) ([]string, error) {
 
 // Options describe a release.
 type Options struct {
-	ImageOptions
+	BuildInfo
 	// Dir is the repository root. Required.
 	Dir string
 	// Out is the release directory. It is created and must not hold anything yet, so that
@@ -130,14 +130,14 @@ func Run(ctx context.Context, opts Options) ([]string, error) {
 		return nil, errors.Wrapf(err, "write %s", InstallYAMLName)
 	}
 	log("wrote %s", InstallYAMLName)
-	chart, err := PackageChart(ctx, opts.Helm, opts.Dir, opts.Out, opts.Version, opts.Revision)
+	chart, err := PackageChart(ctx, opts.Helm, opts.Dir, opts.Out, opts.BuildInfo)
 	if err != nil {
 		return nil, err
 	}
 	log("packaged the chart %s", filepath.Base(chart))
 
 	if _, err := BuildImages(ctx, ImageBuild{
-		ImageOptions: opts.ImageOptions, Dir: opts.Dir, Out: opts.Out, Platforms: opts.ImagePlatforms,
+		BuildInfo: opts.BuildInfo, Dir: opts.Dir, Out: opts.Out, Platforms: opts.ImagePlatforms,
 		ArchiveLayout: true, Log: opts.Log,
 	}); err != nil {
 		return nil, err

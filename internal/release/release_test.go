@@ -46,11 +46,11 @@ func tool(t *testing.T, name string) string {
 func TestRun(t *testing.T) {
 	const version, revision = "v0.4.0-2-gdeadbee", "deadbeef00112233445566778899aabbccddeeff"
 	opts := Options{
-		ImageOptions: ImageOptions{Version: version, Revision: revision, Created: testCreated},
-		Dir:          repoRoot,
-		Out:          filepath.Join(t.TempDir(), "release"),
-		Kustomize:    tool(t, "kustomize"),
-		Helm:         tool(t, "helm"),
+		BuildInfo: BuildInfo{Version: version, Revision: revision, Created: testCreated},
+		Dir:       repoRoot,
+		Out:       filepath.Join(t.TempDir(), "release"),
+		Kustomize: tool(t, "kustomize"),
+		Helm:      tool(t, "helm"),
 	}
 	start := time.Now()
 	files, err := Run(t.Context(), opts)
@@ -149,7 +149,7 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s tagged %s: %v", ImageArchiveName(p), tag, err)
 			}
-			checkConfig(t, img, p, opts.ImageOptions)
+			checkConfig(t, img, p, opts.BuildInfo)
 			manager := layerFiles(t, img)["manager"]
 			if manager == nil {
 				t.Fatalf("%s: no manager in the layer", ImageArchiveName(p))
@@ -195,7 +195,7 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkConfig(t, img, platforms[len(platforms)-1], opts.ImageOptions)
+			checkConfig(t, img, platforms[len(platforms)-1], opts.BuildInfo)
 		}
 		if !slices.Equal(platforms, ImagePlatforms()) {
 			t.Errorf("the index's platforms %v, want %v", platforms, ImagePlatforms())
@@ -327,5 +327,31 @@ func untar(t *testing.T, file, dir string) {
 		if err := os.WriteFile(target, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPackageChart_Reproducible packages the chart twice: the packages are byte for byte the
+// same, whatever time helm ran at; another creation time changes them.
+func TestPackageChart_Reproducible(t *testing.T) {
+	helm := tool(t, "helm")
+	info := BuildInfo{Version: "v1.0.0", Revision: "abc1234", Created: testCreated}
+	pkg := func(info BuildInfo) []byte {
+		path, err := PackageChart(t.Context(), helm, repoRoot, t.TempDir(), info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(path) != "kdag-1.0.0.tgz" {
+			t.Errorf("package %s, want kdag-1.0.0.tgz", filepath.Base(path))
+		}
+		return readFile(t, path)
+	}
+	first := pkg(info)
+	time.Sleep(1100 * time.Millisecond) // helm writes the current time, in seconds
+	if !bytes.Equal(first, pkg(info)) {
+		t.Error("two packages of the same chart and version differ")
+	}
+	info.Created = info.Created.Add(time.Hour)
+	if bytes.Equal(first, pkg(info)) {
+		t.Error("the package does not change with the creation time")
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/pkg/errors"
 )
 
@@ -79,4 +81,36 @@ func ChartVersion(version, revision string) string {
 		out += "+dirty"
 	}
 	return out
+}
+
+// BuildInfo is what a build is made from and stamped with: the version, the commit, the time.
+type BuildInfo struct {
+	// Version is the operator version (`git describe --tags --dirty`, or DevVersion): stamped
+	// into the binaries, the image tag and version label, the chart's appVersion. Required
+	// (CheckVersion).
+	Version string
+	// Revision is the commit: the image's revision label, and part of a dev chart's version
+	// (ChartVersion). Empty leaves it out.
+	Revision string
+	// Created is the time written into the images (config, labels, history, file times) and the
+	// chart package (file times): the commit's time in the Makefile (SOURCE_DATE_EPOCH). The zero
+	// value means the Unix epoch. Builds of the same commit are byte-identical.
+	Created time.Time
+}
+
+func (o BuildInfo) created() time.Time {
+	if o.Created.IsZero() {
+		return time.Unix(0, 0).UTC()
+	}
+	return o.Created.UTC()
+}
+
+// Tag returns the image reference ImageRepository:Version, or an error when Version is not a
+// valid tag.
+func (o BuildInfo) Tag() (name.Tag, error) {
+	if err := CheckVersion(o.Version); err != nil {
+		return name.Tag{}, err
+	}
+	tag, err := name.NewTag(ImageRepository+":"+o.Version, name.StrictValidation)
+	return tag, errors.Wrapf(err, "image tag for version %s", o.Version)
 }
