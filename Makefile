@@ -168,11 +168,11 @@ install: manifests tools-cluster ## Install the CRDs into the cluster of the cur
 
 .PHONY: run
 run: install ## Run the manager against the current kube context (CRDs installed first).
-	go run . --health-probe-bind-address=:8081 --metrics-bind-address=:8080
+	go run -ldflags '$(LDFLAGS)' . --health-probe-bind-address=:8081 --metrics-bind-address=:8080
 
 .PHONY: demo
 demo: tools-cluster ## Deploy the reference app on the local cluster: cluster, CRDs, operator, sample; Ctrl-C stops.
-	@go run ./hack/demo -name $(CLUSTER_NAME) -kubeconfig $(KUBECONFIG_DEV)
+	@go run ./hack/demo -name $(CLUSTER_NAME) -kubeconfig $(KUBECONFIG_DEV) -version '$(VERSION)'
 
 ##@ Tools (built from source into bin/, keyed by version)
 
