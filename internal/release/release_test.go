@@ -43,14 +43,27 @@ func tool(t *testing.T, name string) string {
 // would use it: checksums, install.yaml, the chart, the images (the host's binary runs) and
 // kubectl-kdag for each platform. It cross-compiles the manager twice and kubectl-kdag four
 // times (about a minute with a warm build cache, a few more cold).
+// TestRun builds a release for the host platform and one other (an image for linux/arm64 when
+// the host is linux/amd64, and the other way round), so that make test on a fresh machine pays
+// for two cross builds, not six; make release builds every platform of ImagePlatforms and
+// PluginPlatforms with the same code (TestReleasePlatforms checks those lists).
 func TestRun(t *testing.T) {
 	const version, revision = "v0.4.0-2-gdeadbee", "deadbeef00112233445566778899aabbccddeeff"
+	host := Platform{runtime.GOOS, runtime.GOARCH}
+	other := Platform{"linux", "arm64"}
+	if host == other {
+		other = Platform{"linux", "amd64"}
+	}
+	images := []Platform{host, other}
+	slices.SortFunc(images, func(a, b Platform) int { return strings.Compare(a.String(), b.String()) })
 	opts := Options{
-		BuildInfo: BuildInfo{Version: version, Revision: revision, Created: testCreated},
-		Dir:       repoRoot,
-		Out:       filepath.Join(t.TempDir(), "release"),
-		Kustomize: tool(t, "kustomize"),
-		Helm:      tool(t, "helm"),
+		BuildInfo:       BuildInfo{Version: version, Revision: revision, Created: testCreated},
+		Dir:             repoRoot,
+		Out:             filepath.Join(t.TempDir(), "release"),
+		Kustomize:       tool(t, "kustomize"),
+		Helm:            tool(t, "helm"),
+		ImagePlatforms:  images,
+		PluginPlatforms: []Platform{host},
 	}
 	start := time.Now()
 	files, err := Run(t.Context(), opts)
@@ -59,12 +72,13 @@ func TestRun(t *testing.T) {
 	}
 	t.Logf("release built in %s", time.Since(start).Round(time.Second))
 	chartVersion := "0.4.1-0.2.gdeadbee"
-	wantFiles := []string{
-		"install.yaml", "kdag-" + chartVersion + ".tgz",
-		"kdag-image_linux_amd64.tar", "kdag-image_linux_arm64.tar", "kdag-image_oci.tar",
-		"kubectl-kdag_darwin_amd64", "kubectl-kdag_darwin_arm64", "kubectl-kdag_linux_amd64", "kubectl-kdag_linux_arm64",
-		"SHA256SUMS",
+	wantFiles := []string{"install.yaml", "kdag-" + chartVersion + ".tgz"}
+	for _, p := range images {
+		wantFiles = append(wantFiles, ImageArchiveName(p))
 	}
+	wantFiles = append(wantFiles, "kdag-image_oci.tar", "kubectl-kdag_"+host.OS+"_"+host.Arch)
+	slices.Sort(wantFiles)
+	wantFiles = append(wantFiles, "SHA256SUMS")
 	if !slices.Equal(files, wantFiles) {
 		t.Errorf("files %q, want %q", files, wantFiles)
 	}
@@ -144,7 +158,7 @@ func TestRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range ImagePlatforms() {
+		for _, p := range opts.ImagePlatforms {
 			img, err := tarball.ImageFromPath(path(ImageArchiveName(p)), &tag)
 			if err != nil {
 				t.Fatalf("%s tagged %s: %v", ImageArchiveName(p), tag, err)
@@ -197,13 +211,13 @@ func TestRun(t *testing.T) {
 			}
 			checkConfig(t, img, platforms[len(platforms)-1], opts.BuildInfo)
 		}
-		if !slices.Equal(platforms, ImagePlatforms()) {
-			t.Errorf("the index's platforms %v, want %v", platforms, ImagePlatforms())
+		if !slices.Equal(platforms, opts.ImagePlatforms) {
+			t.Errorf("the index's platforms %v, want %v", platforms, opts.ImagePlatforms)
 		}
 	})
 
 	t.Run("kubectl-kdag", func(t *testing.T) {
-		for _, p := range PluginPlatforms() {
+		for _, p := range opts.PluginPlatforms {
 			binary := path(PluginName(p))
 			checkBinary(t, binary, p)
 			if p.OS != runtime.GOOS || p.Arch != runtime.GOARCH {
@@ -353,5 +367,17 @@ func TestPackageChart_Reproducible(t *testing.T) {
 	info.Created = info.Created.Add(time.Hour)
 	if bytes.Equal(first, pkg(info)) {
 		t.Error("the package does not change with the creation time")
+	}
+}
+
+// TestReleasePlatforms: make release builds the image for linux on amd64 and arm64, and
+// kubectl-kdag for linux and darwin on both.
+func TestReleasePlatforms(t *testing.T) {
+	if got, want := ImagePlatforms(), []Platform{{"linux", "amd64"}, {"linux", "arm64"}}; !slices.Equal(got, want) {
+		t.Errorf("ImagePlatforms() = %v, want %v", got, want)
+	}
+	want := []Platform{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+	if got := PluginPlatforms(); !slices.Equal(got, want) {
+		t.Errorf("PluginPlatforms() = %v, want %v", got, want)
 	}
 }
