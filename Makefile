@@ -41,6 +41,20 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 JAEGER := $(BIN)/jaeger-$(JAEGER_VERSION)/jaeger
 JAEGER_CONFIG := $(ROOT)/hack/jaeger/config.yaml
 
+# The version stamped into the binaries (main.version, `--version`), the image tag and the chart's
+# appVersion: `git describe`, or "dev" when no tag reaches HEAD. Images take their times from
+# SOURCE_DATE_EPOCH (the commit time), so a commit builds the same image bytes every time. See
+# internal/release for the chart version (SemVer) made from it.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+LDFLAGS := -X main.version=$(VERSION)
+# Where `make image` and `make release` write; PLATFORMS=linux/amd64 builds one image only.
+IMAGE_DIR ?= $(BIN)/image
+RELEASE_DIR ?= $(BIN)/release
+PLATFORMS ?=
+RELEASE_FLAGS = -version '$(VERSION)' -revision '$(REVISION)' -source-date-epoch '$(SOURCE_DATE_EPOCH)'
+
 export KUBEBUILDER_ASSETS := $(CLUSTER_BIN)
 export KWOK_KUBE_VERSION := $(KUBE_VERSION)
 
@@ -105,11 +119,13 @@ verify: generate manifests $(GOLANGCI_LINT) ## Check generated files are current
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: build
-build: ## Build the manager binary into bin/manager.
-	go build -o $(BIN)/manager .
+build: ## Build the manager and kubectl-kdag into bin/, VERSION (git describe, or dev) stamped in.
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/manager .
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-kdag ./cmd/kubectl-kdag
+	@$(BIN)/manager --version && $(BIN)/kubectl-kdag --version
 
 .PHONY: test
-test: tools-cluster $(JAEGER) ## Run unit, envtest and e2e tests with -race (builds the control plane and Jaeger first).
+test: tools-cluster $(JAEGER) $(KUSTOMIZE) $(HELM) ## Run unit, envtest, e2e and release tests with -race (builds the control plane, Jaeger, kustomize and helm first).
 	@$(call say,go test $(GO_TEST_FLAGS) $(PKGS))
 	go test $(GO_TEST_FLAGS) $(PKGS)
 
@@ -123,6 +139,18 @@ bench: tools-cluster $(BENCHSTAT) ## Run the benchmarks (BENCH=regexp, BENCH_COU
 	go test -p 1 -run '^$$' -bench '$(BENCH)' -skip '$(SCALE_BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee $(BIN)/bench.txt
 	$(if $(SCALE_BENCH),go test -run '^$$' -bench '$(SCALE_BENCH)' -benchtime 1x -count $(SCALE_COUNT) -timeout 60m ./pkg/controller/ | tee -a $(BIN)/bench.txt)
 	$(BENCHSTAT) $(BIN)/bench.txt
+
+##@ Release (no container runtime needed)
+
+.PHONY: image
+image: ## Build the operator image for linux/amd64 and linux/arm64 into bin/image: a docker-loadable tarball per platform and an OCI layout (PLATFORMS=linux/amd64 for one).
+	@rm -rf $(IMAGE_DIR)/kdag-image_*
+	go run ./hack/release image $(RELEASE_FLAGS) $(if $(PLATFORMS),-platforms '$(PLATFORMS)') -out $(IMAGE_DIR)
+
+.PHONY: release
+release: $(KUSTOMIZE) $(HELM) ## Write bin/release: install.yaml, the chart package, the image tarballs, kubectl-kdag for linux/darwin x amd64/arm64, SHA256SUMS.
+	@rm -rf $(addprefix $(RELEASE_DIR)/,install.yaml SHA256SUMS kdag-*.tgz kdag-image_* kubectl-kdag_*)
+	go run ./hack/release release $(RELEASE_FLAGS) -kustomize $(KUSTOMIZE) -helm $(HELM) -out $(RELEASE_DIR)
 
 ##@ Local cluster
 
@@ -140,11 +168,11 @@ install: manifests tools-cluster ## Install the CRDs into the cluster of the cur
 
 .PHONY: run
 run: install ## Run the manager against the current kube context (CRDs installed first).
-	go run . --health-probe-bind-address=:8081 --metrics-bind-address=:8080
+	go run -ldflags '$(LDFLAGS)' . --health-probe-bind-address=:8081 --metrics-bind-address=:8080
 
 .PHONY: demo
 demo: tools-cluster ## Deploy the reference app on the local cluster: cluster, CRDs, operator, sample; Ctrl-C stops.
-	@go run ./hack/demo -name $(CLUSTER_NAME) -kubeconfig $(KUBECONFIG_DEV)
+	@go run ./hack/demo -name $(CLUSTER_NAME) -kubeconfig $(KUBECONFIG_DEV) -version '$(VERSION)'
 
 ##@ Tools (built from source into bin/, keyed by version)
 

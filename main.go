@@ -2,6 +2,7 @@
 // the Gitea application (apis/gitea) under one controller-runtime manager.
 //
 //	kdag [flags]                                   run the manager
+//	kdag --version                                 print the version and exit
 //	kdag plan -f gitea.yaml [-o text|mermaid|dot|yaml]   render the graphs without a cluster
 package main
 
@@ -27,7 +28,8 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// version is the operator's version, written into every owner's status; set with
+// version is the operator's version, written into every owner's status and printed by --version;
+// `make build`, `make image` and `make release` set it from `git describe` with
 // -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -48,6 +50,7 @@ type options struct {
 	concurrency   int
 	perController map[string]*int
 	zap           zap.Options
+	printVersion  bool
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -65,6 +68,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		o.perController[c.Name] = fs.Int(c.Name+"-concurrency", 0,
 			fmt.Sprintf("Owners reconciled in parallel by the %s controller; 0 means --concurrency.", c.Name))
 	}
+	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 	o.zap = zap.Options{}
 	o.zap.BindFlags(fs) // --zap-log-level, --zap-encoder (json|console), --zap-devel, ...
 }
@@ -80,6 +84,10 @@ func main() {
 	var opts options
 	opts.bindFlags(flag.CommandLine)
 	flag.Parse()
+	if opts.printVersion {
+		fmt.Println("kdag", version)
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 
 	if err := run(opts); err != nil {

@@ -1,7 +1,8 @@
 // Command kubectl-kdag is a kubectl plugin that shows the graph of an object reconciled by a kdag
 // controller, with the state of each node, as the owner's status publishes it:
 //
-//	go install github.com/kdag-dev/kdag/cmd/kubectl-kdag@latest
+//	install bin/release/kubectl-kdag_<os>_<arch> as kubectl-kdag on the PATH (`make release`),
+//	or: go install github.com/kdag-dev/kdag/cmd/kubectl-kdag@latest
 //	kubectl kdag tree gitea/demo
 //	kubectl kdag tree gitea demo -n default -o mermaid
 //
@@ -18,6 +19,7 @@
 //	    --context NAME     kubeconfig context to use
 //	-o, --output FORMAT    tree (default), mermaid or dot
 //	    --depth N          levels of nested kdag owners the tree expands (default 3; 0: none)
+//	    --version          print the version and exit
 //
 // The tree lists the owner's nodes in graph order; a node that is itself a kdag owner (its
 // object has status.graph) is read and expanded below it. Mermaid and DOT draw the owner's
@@ -58,12 +60,17 @@ Examples:
 Flags:
 `
 
+// version is the plugin's version, printed by --version and sent in the User-Agent; `make build`
+// and `make release` set it from `git describe` with -ldflags "-X main.version=...".
+var version = "dev"
+
 // options are the parsed command line.
 type options struct {
 	kubeconfig, context, namespace string
 	output                         string
 	depth                          int
 	typ, name                      string
+	printVersion                   bool
 }
 
 func main() {
@@ -82,6 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		fmt.Fprintf(stderr, "error: %v\nRun 'kubectl kdag --help' for usage.\n", err)
 		return 2
+	case opts.printVersion:
+		fmt.Fprintln(stdout, "kubectl-kdag", version)
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -92,7 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// parseArgs parses args (without the program name). help is true when usage was printed.
+// parseArgs parses args (without the program name). help is true when usage was printed;
+// opts.printVersion is set, and nothing else checked, when --version is given.
 func parseArgs(args []string, stderr io.Writer) (opts options, help bool, err error) {
 	fs := pflag.NewFlagSet("kubectl-kdag", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -101,12 +112,16 @@ func parseArgs(args []string, stderr io.Writer) (opts options, help bool, err er
 	fs.StringVarP(&opts.namespace, "namespace", "n", "", "namespace of the object (default: the context's namespace)")
 	fs.StringVarP(&opts.output, "output", "o", "tree", "output format: tree, mermaid or dot")
 	fs.IntVar(&opts.depth, "depth", 3, "levels of nested kdag owners the tree expands (0: none)")
+	fs.BoolVar(&opts.printVersion, "version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(stderr, usage+fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return opts, true, nil
 		}
 		return opts, false, err
+	}
+	if opts.printVersion {
+		return opts, false, nil
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -205,7 +220,7 @@ func clientConfig(opts options) (*rest.Config, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("load kubeconfig namespace: %w", err)
 	}
-	cfg.UserAgent = "kubectl-kdag"
+	cfg.UserAgent = "kubectl-kdag/" + version
 	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, namespace, nil
 }

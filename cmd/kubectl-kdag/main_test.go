@@ -20,6 +20,8 @@ func TestParseArgs(t *testing.T) {
 			options{typ: "gt", name: "demo", namespace: "prod", output: "mermaid", depth: 3}},
 		{[]string{"--kubeconfig", "/k", "--context", "c", "tree", "giteas.gitea.kdag.dev/demo", "--depth", "0", "--output=dot"},
 			options{kubeconfig: "/k", context: "c", typ: "giteas.gitea.kdag.dev", name: "demo", output: "dot", depth: 0}},
+		// --version needs no command.
+		{[]string{"--version"}, options{output: "tree", depth: 3, printVersion: true}},
 	} {
 		got, help, err := parseArgs(tc.args, &bytes.Buffer{})
 		if err != nil || help || !reflect.DeepEqual(got, tc.want) {
@@ -50,6 +52,11 @@ func TestRun_ExitCodes(t *testing.T) {
 	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "kubectl kdag tree TYPE/NAME") {
 		t.Errorf("--help: code %d, stderr %q", code, errOut.String())
 	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"--version"}, &out, &errOut); code != 0 || out.String() != "kubectl-kdag "+version+"\n" {
+		t.Errorf("--version: code %d, stdout %q, want %q", code, out.String(), "kubectl-kdag "+version+"\n")
+	}
+	out.Reset()
 	errOut.Reset()
 	if code := run(context.Background(), []string{"tree"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "error: tree takes one object") {
 		t.Errorf("usage error: code %d, stderr %q", code, errOut.String())

@@ -23,6 +23,7 @@ import (
 
 type options struct {
 	name, kubeconfig, crds, sample, waitFor, managerLog string
+	version                                             string
 	timeout                                             time.Duration
 	exitWhenReady                                       bool
 }
@@ -36,6 +37,7 @@ func main() {
 	flag.StringVar(&o.waitFor, "wait-for", "condition=Ready", "kubectl wait --for condition of the sample")
 	flag.StringVar(&o.managerLog, "manager-log", "bin/demo-manager.log", "file that receives the operator's log")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for the sample to be Ready")
+	flag.StringVar(&o.version, "version", "dev", "operator version stamped into the manager (main.version)")
 	flag.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop the operator and exit once the sample is Ready")
 	flag.Parse()
 
@@ -121,7 +123,7 @@ type process struct {
 
 // startManager builds the operator and runs it against the local cluster, its log in a file.
 func startManager(ctx context.Context, o options) (*process, error) {
-	build := exec.CommandContext(ctx, "go", "build", "-o", "bin/manager", ".")
+	build := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X main.version="+o.version, "-o", "bin/manager", ".")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		return nil, errors.Wrap(err, "build the operator")
