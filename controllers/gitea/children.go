@@ -23,7 +23,7 @@ func postgreSQL(g *giteav1alpha1.Gitea) *giteav1alpha1.PostgreSQL {
 	managed := giteav1alpha1.ManagedDatabaseSpec{
 		Version: giteav1alpha1.DefaultPostgreSQLVersion,
 		Image:   giteav1alpha1.DefaultPostgreSQLImage,
-		Storage: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+		Storage: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
 	}
 	if m := g.Spec.Database.Managed; m != nil {
 		managed = *m.DeepCopy()

@@ -46,7 +46,7 @@ func defaulted(mods ...func(*giteav1alpha1.Gitea)) *giteav1alpha1.Gitea {
 			Replicas:  1,
 			Resources: requests("100m", "256Mi"),
 			Storage: giteav1alpha1.ServerStorageSpec{
-				StorageSpec: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+				StorageSpec: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
 				AccessMode:  corev1.ReadWriteOnce,
 			},
 			Database: giteav1alpha1.DatabaseSpec{
@@ -54,7 +54,7 @@ func defaulted(mods ...func(*giteav1alpha1.Gitea)) *giteav1alpha1.Gitea {
 				Managed: &giteav1alpha1.ManagedDatabaseSpec{
 					Version:   giteav1alpha1.DefaultPostgreSQLVersion,
 					Image:     giteav1alpha1.DefaultPostgreSQLImage,
-					Storage:   giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+					Storage:   giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
 					Resources: requests("100m", "256Mi"),
 				},
 			},

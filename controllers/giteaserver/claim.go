@@ -5,7 +5,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 )
+
+// claimPolicy returns the node options of a claim with deletion policy p: Retain (or unset)
+// keeps the claim when the GiteaServer goes (controller.Keep), and a GiteaServer of the same
+// name created later adopts it again, repositories included.
+func claimPolicy(p giteav1alpha1.StorageDeletionPolicy) []controller.NodeOption {
+	if p == giteav1alpha1.StorageDelete {
+		return nil
+	}
+	return []controller.NodeOption{controller.Keep()}
+}
 
 // dataClaim holds repositories, attachments and indexes.
 func dataClaim(s *giteav1alpha1.GiteaServer) *corev1.PersistentVolumeClaim {

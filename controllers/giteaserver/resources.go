@@ -51,7 +51,7 @@ func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *c
 		giteav1alpha1.DatabaseSecretPasswordKey, giteav1alpha1.DatabaseSecretDatabaseKey))
 	secrets := b.Add(generatedSecret(s), controller.CreateOnly())
 	config := b.Add(configMap(s))
-	data := b.Add(dataClaim(s))
+	data := b.Add(dataClaim(s), claimPolicy(s.Spec.Storage.DeletionPolicy)...)
 	migration := b.Add(migrationJob(s), controller.CreateOnly(), controller.DependsOn(database, secrets, config))
 	server := b.Add(deployment(s), controller.DependsOn(migration, database, secrets, config, data))
 	service := b.Add(service(s))

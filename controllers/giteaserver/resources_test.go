@@ -51,7 +51,7 @@ func defaulted(mods ...func(*giteav1alpha1.GiteaServer)) *giteav1alpha1.GiteaSer
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
 			}},
 			Storage: giteav1alpha1.ServerStorageSpec{
-				StorageSpec: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+				StorageSpec: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
 				AccessMode:  corev1.ReadWriteOnce,
 			},
 			Database:         giteav1alpha1.ServerDatabaseSpec{SecretRef: giteav1alpha1.SecretReference{Name: "demo-postgresql-credentials"}},

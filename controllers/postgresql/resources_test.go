@@ -41,7 +41,7 @@ func defaulted(mods ...func(*giteav1alpha1.PostgreSQL)) *giteav1alpha1.PostgreSQ
 			ManagedDatabaseSpec: giteav1alpha1.ManagedDatabaseSpec{
 				Version: giteav1alpha1.DefaultPostgreSQLVersion,
 				Image:   giteav1alpha1.DefaultPostgreSQLImage,
-				Storage: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize)},
+				Storage: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
 				}},

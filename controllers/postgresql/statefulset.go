@@ -22,6 +22,11 @@ func statefulSet(pg *giteav1alpha1.PostgreSQL) *appsv1.StatefulSet {
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To[int32](1),
 			ServiceName: ServiceName(pg.Name),
+			// The StatefulSet controller keeps or deletes the claims of the template with it.
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: claimRetention(pg.Spec.Storage.DeletionPolicy),
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
 			Selector:    &metav1.LabelSelector{MatchLabels: labels(pg)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels(pg)},
@@ -66,4 +71,14 @@ func statefulSet(pg *giteav1alpha1.PostgreSQL) *appsv1.StatefulSet {
 			}},
 		},
 	}
+}
+
+// claimRetention maps a storage deletion policy to the StatefulSet's claim retention when it is
+// deleted: Retain (or unset) keeps the data claim, and a StatefulSet of the same name created
+// later (a PostgreSQL re-created under the same name) mounts it again.
+func claimRetention(p giteav1alpha1.StorageDeletionPolicy) appsv1.PersistentVolumeClaimRetentionPolicyType {
+	if p == giteav1alpha1.StorageDelete {
+		return appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return appsv1.RetainPersistentVolumeClaimRetentionPolicyType
 }

@@ -32,6 +32,8 @@ type PlannedNode struct {
 	Blockers   []NodeID
 	CreateOnly bool
 	Adopt      bool
+	// Keep is the node's deletion policy keep (Keep): orphaned, never deleted.
+	Keep bool
 	// Reference is a Builder.Reference node: an object kdag needs but never writes.
 	Reference bool
 	// RequireKeys are the keys a Reference node's object must hold (RequireKeys), sorted.
@@ -54,7 +56,7 @@ func NewPlan(ctx context.Context, rm ResourceManager, owner client.Object, schem
 	}
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
 	for i, s := range b.nodes {
-		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Reference: s.reference, RequireKeys: s.requireKeys, Object: s.obj}
+		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Reference: s.reference, RequireKeys: s.requireKeys, Object: s.obj}
 		for _, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
 		}
@@ -117,7 +119,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	return err
 }
 
-// String returns the node's ID followed by "  (after A, B; create-only; adopt)" when it has
+// String returns the node's ID followed by "  (after A, B; create-only; adopt; keep)" when it has
 // blockers or options ("reference: must exist, never written" for a Builder.Reference node).
 func (n PlannedNode) String() string { return n.ID.String() + n.describe() }
 
@@ -137,6 +139,9 @@ func (n PlannedNode) describe() string {
 	}
 	if n.Adopt {
 		parts = append(parts, "adopt")
+	}
+	if n.Keep {
+		parts = append(parts, "keep")
 	}
 	if n.Reference {
 		parts = append(parts, "reference: must exist, never written")

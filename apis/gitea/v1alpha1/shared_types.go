@@ -66,7 +66,28 @@ type StorageSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`
+	// DeletionPolicy says what happens to the volume's claim, and so to its data, when the
+	// component is deleted (with its Gitea, or on its own). Retain (the default) keeps the claim:
+	// it is released from the deleted component, and a component of the same name created later
+	// (a Gitea re-created under the same name in the same namespace) reuses it, data included.
+	// Delete deletes the claim with the component; the data is lost unless the volume's
+	// reclaim policy keeps it.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy StorageDeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// StorageDeletionPolicy is what happens to a volume claim when its component is deleted.
+//
+// +kubebuilder:validation:Enum=Retain;Delete
+type StorageDeletionPolicy string
+
+const (
+	// StorageRetain keeps the claim and its data when the component is deleted.
+	StorageRetain StorageDeletionPolicy = "Retain"
+	// StorageDelete deletes the claim with the component.
+	StorageDelete StorageDeletionPolicy = "Delete"
+)
 
 // ServerStorageSpec is the Gitea server's data volume (repositories, attachments, LFS objects).
 type ServerStorageSpec struct {

@@ -248,13 +248,43 @@ func lastApply(obj client.Object, manager string) *metav1.Time {
 	return nil
 }
 
-// TestSample_DeleteRemovesEverything deletes the Gitea: its children and every object they
-// created are gone (owner references and the garbage collector) within two minutes.
-func TestSample_DeleteRemovesEverything(t *testing.T) {
+// TestSample_DeletionPolicyOfData deletes the Gitea (issue 13 item 12). Its children and every
+// object they created are gone (owner references, the garbage collector, kdag's teardown), except
+// the data: with storage.deletionPolicy Retain (the default) the repositories' claim and the
+// database's claim stay, released; a Gitea re-created under the same name reuses both (the same
+// claims, by UID) and becomes Ready. With Delete, the claims go too.
+func TestSample_DeletionPolicyOfData(t *testing.T) {
+	for _, policy := range []giteav1alpha1.StorageDeletionPolicy{giteav1alpha1.StorageRetain, giteav1alpha1.StorageDelete} {
+		t.Run(string(policy), func(t *testing.T) { testDeletionPolicy(t, policy) })
+	}
+}
+
+func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy) {
 	ns := namespace(t)
 	startManager(t, ns, "e2e")
-	key := applySample(t, ns, "gitea.yaml")
-	g := waitGiteaReady(t, key, readyTimeout)
+	newGitea := func() *giteav1alpha1.Gitea {
+		g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}}
+		g.Spec.Storage.DeletionPolicy = policy
+		g.Spec.Database.Managed = &giteav1alpha1.ManagedDatabaseSpec{Storage: giteav1alpha1.StorageSpec{DeletionPolicy: policy}}
+		if err := cl.Create(t.Context(), g); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := newGitea()
+	waitGiteaReady(t, client.ObjectKeyFromObject(g), readyTimeout)
+	const repoClaim, dbClaim = "demo-data", "data-demo-postgresql-0"
+	claimUID := map[string]string{}
+	for _, name := range []string{repoClaim, dbClaim} {
+		eventually(t, "claim "+name+" exists", readyTimeout, func(ctx context.Context) string {
+			c := &corev1.PersistentVolumeClaim{}
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+				return err.Error()
+			}
+			claimUID[name] = string(c.UID)
+			return ""
+		})
+	}
 
 	// Everything a kdag controller applied carries its owner's UID label.
 	owned := func(ctx context.Context) (map[string]bool, error) {
@@ -293,7 +323,7 @@ func TestSample_DeleteRemovesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "Gitea, children, their objects and pods deleted", readyTimeout, func(ctx context.Context) string {
-		if err := cl.Get(ctx, key, &giteav1alpha1.Gitea{}); !apierrors.IsNotFound(err) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(g), &giteav1alpha1.Gitea{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("Gitea still there (%v)", err)
 		}
 		left, err := owned(ctx)
@@ -310,17 +340,47 @@ func TestSample_DeleteRemovesEverything(t *testing.T) {
 		if len(pods.Items) > 0 {
 			return fmt.Sprintf("%d pods left", len(pods.Items))
 		}
+		if policy == giteav1alpha1.StorageDelete {
+			claims := &corev1.PersistentVolumeClaimList{}
+			if err := cl.List(ctx, claims, client.InNamespace(ns)); err != nil {
+				return err.Error()
+			}
+			if len(claims.Items) > 0 {
+				names, _ := metaItems(claims)
+				return fmt.Sprintf("claims left with deletionPolicy Delete: %v", names)
+			}
+		}
 		return ""
 	})
-	t.Logf("everything deleted in %s", time.Since(start).Round(100*time.Millisecond))
-	// The StatefulSet's own claim (data-demo-postgresql-0, from its volumeClaimTemplates) is not
-	// kdag's: the StatefulSet's default retention policy keeps the database's data.
-	claims := &corev1.PersistentVolumeClaimList{}
-	if err := cl.List(t.Context(), claims, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
+	t.Logf("deleted in %s", time.Since(start).Round(100*time.Millisecond))
+	if policy == giteav1alpha1.StorageDelete {
+		return
 	}
-	for _, c := range claims.Items {
-		t.Logf("claim kept after the delete: %s (owners %v)", c.Name, c.OwnerReferences)
+
+	for _, name := range []string{repoClaim, dbClaim} {
+		c := get(t, ns, name, &corev1.PersistentVolumeClaim{})
+		if string(c.UID) != claimUID[name] || !c.DeletionTimestamp.IsZero() {
+			t.Fatalf("claim %s was deleted with deletionPolicy Retain", name)
+		}
+		if len(c.OwnerReferences) != 0 {
+			t.Errorf("retained claim %s still has owners %v", name, c.OwnerReferences)
+		}
+	}
+	if got := get(t, ns, repoClaim, &corev1.PersistentVolumeClaim{}).Annotations[controller.AnnotationAdopt]; got != "GiteaServer/demo" {
+		t.Errorf("retained claim %s: %s=%q, want GiteaServer/demo", repoClaim, controller.AnnotationAdopt, got)
+	}
+
+	// A Gitea of the same name mounts the same claims again.
+	g = newGitea()
+	waitGiteaReady(t, client.ObjectKeyFromObject(g), readyTimeout)
+	server := get(t, ns, "demo", &giteav1alpha1.GiteaServer{})
+	repo := get(t, ns, repoClaim, &corev1.PersistentVolumeClaim{})
+	if string(repo.UID) != claimUID[repoClaim] || repo.Labels[controller.LabelOwnerUID] != string(server.UID) {
+		t.Errorf("repositories claim after the re-creation: UID %s (was %s), owner label %q (server %s); want the same claim, adopted",
+			repo.UID, claimUID[repoClaim], repo.Labels[controller.LabelOwnerUID], server.UID)
+	}
+	if db := get(t, ns, dbClaim, &corev1.PersistentVolumeClaim{}); string(db.UID) != claimUID[dbClaim] {
+		t.Errorf("database claim after the re-creation: UID %s, want %s", db.UID, claimUID[dbClaim])
 	}
 }
 
