@@ -27,7 +27,7 @@ func statefulSet(pg *giteav1alpha1.PostgreSQL) *appsv1.StatefulSet {
 				WhenDeleted: claimRetention(pg.Spec.Storage.DeletionPolicy),
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
-			Selector:    &metav1.LabelSelector{MatchLabels: labels(pg)},
+			Selector: &metav1.LabelSelector{MatchLabels: labels(pg)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels(pg)},
 				Spec: corev1.PodSpec{
