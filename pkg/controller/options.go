@@ -18,8 +18,8 @@ type Options struct {
 	MaxParallelNodes int
 	// MaxConcurrentReconciles bounds how many owners are reconciled at once (controller-runtime
 	// never reconciles one owner twice at once). Default: 4, not controller-runtime's 1: a
-	// reconcile mostly waits on API round trips: 1000 new owners of 10 objects were Ready in
-	// 34-43 s with one worker, 22-26 s with four (BenchmarkScale, docs/benchmarks.md).
+	// reconcile mostly waits on API round trips, so many owners converge faster with a few
+	// workers (BenchmarkScale measures it; docs/benchmarks.md has the numbers and the command).
 	MaxConcurrentReconciles int
 	// OrderedTeardown holds a finalizer and deletes an owner's objects in reverse dependency
 	// order (dependents first) when the owner is deleted. Default: false (owner references let

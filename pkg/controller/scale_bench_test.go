@@ -84,7 +84,7 @@ type scaleCounts struct {
 // seen by an informer in this process.
 //
 // engine=kdag is a kdag manager as a reference operator would run it: controller.New with no
-// option (one owner at a time, up to 32 nodes in parallel), the client config of ctrl.GetConfig
+// option (MaxConcurrentReconciles owners at a time, up to MaxParallelNodes nodes each), the client config of ctrl.GetConfig
 // (QPS -1: no client-side rate limit, the API server's priority and fairness decides), and a
 // cache of the namespace with CacheByObject for the children. engine=rawssa is the floor: a
 // process that learns of owners from an informer and, with scaleRawWorkers workers, server-side
