@@ -141,7 +141,7 @@ func TestRunPlan_Text(t *testing.T) {
 	for _, line := range []string{
 		"Gitea team-a/demo",
 		"  GiteaServer team-a/demo  (after PostgreSQL team-a/demo-postgresql, Valkey team-a/demo-valkey)",
-		"  Secret team-a/demo-postgresql-credentials  (reference: must exist, never written)",
+		"  Secret team-a/demo-postgresql-credentials  (reference: must exist, never written; keys database, host, password, port, user)",
 		"  Job team-a/demo-migrate-1-27-3  (after Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config; create-only)",
 		"  Deployment team-a/demo  (after Job team-a/demo-migrate-1-27-3, Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config, PersistentVolumeClaim team-a/demo-data)",
 	} {
