@@ -56,6 +56,36 @@ func DependsOn(blockers ...Node) NodeOption {
 	return func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) }
 }
 
+// After makes the node wait until every given node is applied and ready, like DependsOn, but
+// only for order: the blockers' content does not feed the node's dependencies hash, so their
+// changes (or their absence, for a Finished blocker) never roll the node's pods. For a blocker
+// whose content the node does not consume: a migration Job the server waits for. A blocker given
+// to both DependsOn and After counts as DependsOn.
+func After(blockers ...Node) NodeOption {
+	return func(s *nodeSpec) {
+		s.blockers = append(s.blockers, blockers...)
+		s.after = append(s.after, blockers...)
+	}
+}
+
+// Finished says the node's work is done, as the owner records it (a migration Job whose success
+// the owner's status holds): kdag never creates its object again. While the object exists it is
+// handled as usual (kept, not pruned, its readiness checked); once it is gone (a TTL, a clean-up)
+// the node is Ready without a write and without content. Give its dependents After edges to it.
+func Finished() NodeOption { return func(s *nodeSpec) { s.finished = true } }
+
+// ProtectsData says that the node's object opens data held by data (a generated database
+// password, for the database on a volume claim). Use it with CreateOnly. kdag creates the object
+// only while data does not exist: should the object be gone while data exists, a new one would
+// not open the data, so kdag generates none and the node fails, terminal (the owner is Stalled
+// with reason DataKeyMissing, naming both), until the object is restored or data deleted. Only
+// data's kind, namespace (default: the owner's) and name count; kdag reads its metadata from a
+// watch of that kind (RBAC list and watch), never its content. Order the node before whatever
+// creates data (data's node After this one), so that a first deploy creates the key first.
+func ProtectsData(data client.Object) NodeOption {
+	return func(s *nodeSpec) { s.protects = data }
+}
+
 // CreateOnly creates the object once and never writes it again (generated passwords and keys).
 // Its live content still feeds its dependents' checksums.
 func CreateOnly() NodeOption { return func(s *nodeSpec) { s.createOnly = true } }
@@ -105,6 +135,9 @@ type nodeSpec struct {
 	gvk        schema.GroupVersionKind
 	obj        client.Object
 	blockers   []Node
+	after      []Node // the blockers given with After: order only, no content
+	finished   bool   // Finished: never created again
+	protects   client.Object
 	createOnly bool
 	adopt      bool
 	keep       bool // Keep: orphaned, never deleted
@@ -211,6 +244,20 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 	return Node{id: s.id, index: len(b.nodes) - 1}
 }
 
+// orderOnly reports whether blocker b is an After edge of s and not a DependsOn one too.
+func (s *nodeSpec) orderOnly(b Node) bool {
+	if !slices.Contains(s.after, b) {
+		return false
+	}
+	n := 0
+	for _, x := range s.blockers {
+		if x == b {
+			n++
+		}
+	}
+	return n == 1
+}
+
 // checkOptions returns an error when an option does not apply to the node: a Reference takes
 // RequireKeys only, and only for a Secret or a ConfigMap; RequireKeys applies to nothing else.
 func checkOptions(verb string, s *nodeSpec) error {
@@ -218,9 +265,15 @@ func checkOptions(verb string, s *nodeSpec) error {
 		if len(s.requireKeys) > 0 {
 			return errors.Errorf("%s %s: RequireKeys applies to a Reference only", verb, s.id)
 		}
+		if s.protects != nil && !s.createOnly {
+			return errors.Errorf("%s %s: ProtectsData applies to a CreateOnly node only", verb, s.id)
+		}
+		if s.protects != nil && (isNilPointer(s.protects) || s.protects.GetName() == "") {
+			return errors.Errorf("%s %s: ProtectsData needs an object with a name", verb, s.id)
+		}
 		return nil
 	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.readyWhen != nil || len(s.mutations) > 0 {
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || len(s.mutations) > 0 {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {

@@ -70,6 +70,9 @@ type Controller struct {
 	drift *driftBudget
 	// refs checks the objects of Builder.Reference nodes and wakes their owners on a change.
 	refs *references
+	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
+	// are going away, and kdag makes no more attempts to create anything there.
+	terminating sync.Map
 }
 
 type ownedType struct {
@@ -306,6 +309,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // reconcile is Reconcile once the owner is read and the span started.
 func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+	c.forgetTerminatingNamespace(owner)
 	if !owner.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, owner)
 	}

@@ -305,12 +305,8 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 			if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != w.UID {
 				t.Errorf("adopted Secret owner references %+v, want the Widget", got.OwnerReferences)
 			}
-			hasEntry := false
-			for _, mf := range got.ManagedFields {
-				hasEntry = hasEntry || mf.Manager == f.c.opts.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply
-			}
-			if !hasEntry {
-				t.Errorf("adopted Secret has no Apply entry of %s", f.c.opts.FieldManager)
+			if !hasManagerEntry(got, f.c.opts.FieldManager) {
+				t.Errorf("adopted Secret has no managed-fields entry of %s", f.c.opts.FieldManager)
 			}
 			f.waitEvent("app", corev1.EventTypeNormal, "Adopted")
 			if !isTrue(f.status("app"), api.ConditionReady) {

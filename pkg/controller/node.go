@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/pkg/errors"
@@ -26,9 +28,20 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	if s.reference {
 		return c.refs.check(ctx, s, res)
 	}
+	if c.namespaceTerminating(s.id.Namespace) {
+		return errNamespaceTerminating(s.id)
+	}
 	desired, err := c.desired(ctx, owner, s, results)
 	if err != nil {
 		return err
+	}
+	// What dependents consume of a node kdag renders is the desired object as rendered, hashed
+	// before the apply replaces it with the API server's response (which adds defaults): the
+	// same hash whether the object was just created or read from the cache (issue 20, item 6).
+	if !s.createOnly {
+		if res.contentHash, err = resources.ContentHash(desired); err != nil {
+			return errors.Wrapf(err, "%s: hash content", s.id)
+		}
 	}
 
 	live, err := c.newObject(s)
@@ -43,12 +56,24 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	}
 
 	var applied *unstructured.Unstructured
-	if live == nil {
+	switch {
+	case live == nil && s.finished:
+		// Its work is done and its object gone: nothing to create, nothing to wait for.
+		res.action, res.contentHash = ActionSkipped, ""
+		return nil
+	case live == nil:
+		if err := c.checkProtectedData(ctx, owner, s); err != nil {
+			return err
+		}
 		applied, res.action, err = c.create(ctx, owner, s, desired)
-	} else {
+	default:
 		applied, res.action, res.drifted, err = c.update(ctx, owner, s, desired, live)
 	}
 	if err != nil {
+		if isNamespaceTerminating(err) {
+			c.markNamespaceTerminating(s.id.Namespace)
+			return errNamespaceTerminating(s.id)
+		}
 		return err
 	}
 
@@ -61,12 +86,10 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	}
 	res.live = current
 	if s.createOnly {
-		res.contentHash, err = resources.ContentHash(current)
-	} else {
-		res.contentHash, err = resources.ContentHash(desired)
-	}
-	if err != nil {
-		return errors.Wrapf(err, "%s: hash content", s.id)
+		// A create-only object's content is what the API server holds (a generated password).
+		if res.contentHash, err = resources.ContentHash(current); err != nil {
+			return errors.Wrapf(err, "%s: hash content", s.id)
+		}
 	}
 	_, span := startSpan(ctx, spanReadiness)
 	err = c.checkReady(s, current)
@@ -177,12 +200,15 @@ func (c *Controller) adoptValue(owner client.Object, namespace string) string {
 	return c.ownerGVK.Kind + "/" + owner.GetNamespace() + "/" + owner.GetName()
 }
 
-// dependenciesHash combines the content hashes of the node's blockers, "" without blockers.
-// A Builder.Reference counts like an owned object: the hash of the keys its dependents read.
+// dependenciesHash combines the content hashes of the node's blockers (DependsOn, not After),
+// "" without such blockers. A Builder.Reference counts like an owned object: the hash of the
+// keys its dependents read.
 func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 	hashes := make(map[string]string, len(s.blockers))
 	for _, b := range s.blockers {
-		hashes[b.id.String()] = results[b.index].contentHash
+		if !s.orderOnly(b) {
+			hashes[b.id.String()] = results[b.index].contentHash
+		}
 	}
 	if len(hashes) == 0 {
 		return ""
@@ -220,17 +246,21 @@ func (c *Controller) create(ctx context.Context, owner client.Object, s *nodeSpe
 		}
 		break
 	}
-	if existing.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
+	if !c.owns(owner, existing) {
 		if !c.mayAdopt(owner, s, existing.GetAnnotations()) {
-			return nil, ActionRefused, &AdoptionError{Node: s.id, Manager: foreignManager(existing.GetManagedFields(), c.opts.FieldManager),
-				Annotation: c.adoptValue(owner, s.id.Namespace)}
+			return nil, ActionRefused, c.refusal(owner, s, existing)
 		}
 		applied, err := c.adopt(ctx, s, desired)
 		return applied, ActionAdopted, err
 	}
-	// Ours, but not in the cache yet (the watch is behind, or the response to our write was
-	// lost). A create-only object is never written again: read it whole, so that its content
-	// (a generated password) feeds the dependents unchanged. Others are applied as usual.
+	// Ours, but not in the cache: the watch is behind, the response to our write was lost, or
+	// someone removed kdag's labels (the cache holds labelled objects only). A create-only object
+	// is never written again but for its ownership (labels back); its content (a generated
+	// password) feeds the dependents unchanged. Others are applied as usual, labels included.
+	if s.createOnly && !c.hasOwnerLabels(owner, existing) {
+		applied, err := c.applyOwnership(ctx, s, desired)
+		return applied, ActionApplied, err
+	}
 	if s.createOnly {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(s.gvk)
@@ -257,33 +287,56 @@ func (c *Controller) adopt(ctx context.Context, s *nodeSpec, desired *unstructur
 	return desired, nil
 }
 
-// applyOwnership applies to an existing object only what makes it kdag's: desired's labels and
-// owner references, under kdag's field manager. Every other field keeps its value and its
-// manager. It returns the whole object from the API server's response.
+// applyOwnership makes an existing object kdag's without touching anything else: desired's
+// labels and owner references are merged into it with a merge patch (an Update by kdag's field
+// manager, conditional on the object's resourceVersion). Not a server-side apply: an apply that
+// leaves out fields kdag's field manager owned before (an object kdag orphaned and now adopts
+// again) would delete them, a generated password among them. It returns the whole object from
+// the API server's response.
 func (c *Controller) applyOwnership(ctx context.Context, s *nodeSpec, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(s.gvk)
-	u.SetNamespace(desired.GetNamespace())
-	u.SetName(desired.GetName())
-	u.SetLabels(desired.GetLabels())
-	u.SetOwnerReferences(desired.GetOwnerReferences())
-	if err := c.apply(ctx, s, u); err != nil {
-		return nil, err
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(s.gvk)
+	if err := c.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return nil, errors.Wrapf(err, "%s: read", s.id)
 	}
-	return u, nil
+	owned := live.DeepCopy()
+	lbls := owned.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	maps.Copy(lbls, desired.GetLabels())
+	owned.SetLabels(lbls)
+	refs := desired.GetOwnerReferences()
+	for _, ref := range live.GetOwnerReferences() {
+		if ref.Controller == nil || !*ref.Controller { // one controller: kdag's owner, if any
+			if !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+				refs = append(refs, ref)
+			}
+		}
+	}
+	owned.SetOwnerReferences(refs)
+	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
+	if err := c.client.Patch(ctx, owned, patch, client.FieldOwner(c.opts.FieldManager)); err != nil {
+		return nil, errors.Wrapf(err, "%s: take ownership", s.id)
+	}
+	return owned, nil
 }
 
 // update decides whether a cached object needs a write and applies it if so. It returns a nil
 // object when it skipped the write. A repair of another writer's changes is subject to the drift
 // budget: once spent, update writes nothing and returns a *DriftConflictError.
 func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpec, desired *unstructured.Unstructured, live client.Object) (*unstructured.Unstructured, Action, []string, error) {
-	if live.GetLabels()[LabelOwnerUID] != string(owner.GetUID()) {
+	if !c.owns(owner, live) {
 		if !c.mayAdopt(owner, s, live.GetAnnotations()) {
-			return nil, ActionRefused, nil, &AdoptionError{Node: s.id, OtherOwnerUID: live.GetLabels()[LabelOwnerUID],
-				Annotation: c.adoptValue(owner, s.id.Namespace)}
+			return nil, ActionRefused, nil, c.refusal(owner, s, live)
 		}
 		applied, err := c.adopt(ctx, s, desired)
 		return applied, ActionAdopted, nil, err
+	}
+	if s.createOnly && !c.hasOwnerLabels(owner, live) {
+		// Ours by its owner reference, but someone removed a label: put kdag's labels back.
+		applied, err := c.applyOwnership(ctx, s, desired)
+		return applied, ActionApplied, nil, err
 	}
 	if s.createOnly {
 		return nil, ActionSkipped, nil, nil

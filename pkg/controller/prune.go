@@ -42,8 +42,8 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 	for _, obj := range c.ownedObjects(ctx, owner, &r.err) {
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if _, ok := inGraph[id]; ok || !obj.GetDeletionTimestamp().IsZero() {
-			continue
+		if _, ok := inGraph[id]; ok || !obj.GetDeletionTimestamp().IsZero() || !c.owns(owner, obj) {
+			continue // in the graph, going, or not owner's (a copy that kept the labels)
 		}
 		if kept(obj) {
 			if err := c.orphan(ctx, owner, obj); err != nil {

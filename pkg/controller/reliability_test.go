@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -33,26 +34,32 @@ func TestReconcile_StatusWriteFailureReportedInEvent(t *testing.T) {
 }
 
 // TestCreateOnly_OursButNotCachedIsNotRewritten: a create-only object that belongs to the owner
-// but is not in the cache yet (a lost response to its creation, or a watch that is behind) keeps
-// its content: the generated password it holds is never replaced by a new one.
+// (its owner reference says so) but is not in the cache (a lost response to its creation, a
+// watch that is behind, or someone removed kdag's controller label) keeps its content: the
+// generated password it holds is never replaced by a new one; only kdag's labels come back.
 func TestCreateOnly_OursButNotCachedIsNotRewritten(t *testing.T) {
 	f := newFixture(t, widgetRM{readyDeployment: true})
 	w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
-	// Without kdag's controller label the label-selected cache never holds it, so every
+	// Without kdag's controller label the label-selected cache does not hold it, so the
 	// reconcile finds it through the uncached read, as the first one after a lost response does.
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-secret", Labels: map[string]string{LabelOwnerUID: string(w.UID)}},
-		Data:       map[string][]byte{"password": []byte("generated-before")},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: f.ns, Name: "app-secret", Labels: map[string]string{LabelOwnerUID: string(w.UID)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: w.Name,
+				UID: w.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Data: map[string][]byte{"password": []byte("generated-before")},
 	}
 	if err := f.cl.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.reconcile("app"); err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
+	f.settle("app")
 	got := f.get(&corev1.Secret{}, "app-secret").(*corev1.Secret)
-	if string(got.Data["password"]) != "generated-before" || got.ResourceVersion != secret.ResourceVersion {
-		t.Errorf("generated Secret rewritten: password %q, resourceVersion %s (was %s)",
-			got.Data["password"], got.ResourceVersion, secret.ResourceVersion)
+	if string(got.Data["password"]) != "generated-before" || got.UID != secret.UID {
+		t.Errorf("generated Secret rewritten: password replaced %v, UID %s (was %s)",
+			string(got.Data["password"]) != "generated-before", got.UID, secret.UID)
+	}
+	if got.Labels[LabelController] != f.c.name || got.Labels[LabelOwnerUID] != string(w.UID) {
+		t.Errorf("labels %v, want kdag's back", got.Labels)
 	}
 }

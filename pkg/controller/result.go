@@ -52,6 +52,8 @@ const (
 	// ReasonObjectFailed: a node's object failed for good and said no reason of its own (see
 	// ObjectFailedError, which otherwise carries the object's reason).
 	ReasonObjectFailed = "ObjectFailed"
+	// ReasonDataKeyMissing: a generated key that opens existing data is gone (DataKeyMissingError).
+	ReasonDataKeyMissing = "DataKeyMissing"
 	// ReasonPruneFailed: deleting an object that left the graph failed; the owner is not Ready
 	// and the reconcile is retried with backoff. Also the reason of the Warning event.
 	ReasonPruneFailed   = "PruneFailed"

@@ -70,8 +70,8 @@ func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (i
 	remaining := 0
 	var errs []string
 	for _, o := range objs {
-		if metav1.IsControlledBy(o, owner) {
-			continue
+		if metav1.IsControlledBy(o, owner) || !c.owns(owner, o) {
+			continue // the garbage collector's, or not owner's
 		}
 		remaining++
 		gvk := o.GetObjectKind().GroupVersionKind()
@@ -97,6 +97,9 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 	}
 	live := make(map[NodeID]client.Object, len(objs))
 	for _, o := range objs {
+		if !c.owns(owner, o) {
+			continue // a copy that kept the labels: not owner's, not kdag's to delete
+		}
 		gvk := o.GetObjectKind().GroupVersionKind()
 		live[NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = o
 	}

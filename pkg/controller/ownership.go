@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// owns reports whether obj is owner's object, applied by this controller. Its controller owner
+// reference decides: owner's UID, or someone else's. Without one, obj is owner's only if it
+// cannot carry one (another namespace, cluster-scoped, kept: ownedByReference) and holds both
+// owner's UID label and an entry of kdag's field manager in its managed fields. A label alone never makes an
+// object kdag's: a user's renamed copy of a generated Secret keeps the labels, not the owner
+// reference (issue 20).
+func (c *Controller) owns(owner client.Object, obj metav1.Object) bool {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return ref.UID == owner.GetUID()
+	}
+	if expectsOwnerReference(owner, obj) {
+		return false
+	}
+	return obj.GetLabels()[LabelOwnerUID] == string(owner.GetUID()) && hasManagerEntry(obj, c.opts.FieldManager)
+}
+
+// expectsOwnerReference reports whether kdag gives obj an owner reference to owner: the
+// counterpart of ownedByReference for a live object, whose node may have left the graph.
+func expectsOwnerReference(owner client.Object, obj metav1.Object) bool {
+	return obj.GetAnnotations()[AnnotationResourcePolicy] != ResourcePolicyKeep &&
+		(owner.GetNamespace() == "" || obj.GetNamespace() == owner.GetNamespace())
+}
+
+// hasManagerEntry reports whether obj's managed fields hold an entry of fieldManager on the main
+// resource: its server-side applies, or the merge patch with which kdag takes ownership of an
+// object without rewriting it (applyOwnership).
+func hasManagerEntry(obj metav1.Object, fieldManager string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == fieldManager && mf.Subresource == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasOwnerLabels reports whether obj carries kdag's labels for owner and this controller.
+func (c *Controller) hasOwnerLabels(owner client.Object, obj metav1.Object) bool {
+	l := obj.GetLabels()
+	return l[LabelOwnerUID] == string(owner.GetUID()) && l[LabelController] == c.name && l[LabelManagedBy] == "kdag"
+}
+
+// refusal returns the AdoptionError for obj, which exists but is not owner's.
+func (c *Controller) refusal(owner client.Object, s *nodeSpec, obj metav1.Object) *AdoptionError {
+	e := &AdoptionError{Node: s.id, Annotation: c.adoptValue(owner, s.id.Namespace)}
+	if uid := obj.GetLabels()[LabelOwnerUID]; uid != "" && uid != string(owner.GetUID()) {
+		e.OtherOwnerUID = uid
+	} else {
+		e.Manager = foreignManager(obj.GetManagedFields(), c.opts.FieldManager)
+	}
+	return e
+}
+
+// DataKeyMissingError is the error of a ProtectsData node whose object is gone while the data it
+// opens exists: a new generated key would not open it, so kdag generates none. It is terminal
+// (the owner is Stalled with reason DataKeyMissing) until the object is restored or the data
+// deleted, either of which the owner's watches see.
+type DataKeyMissingError struct {
+	// Node is the node whose object is gone.
+	Node NodeID
+	// Data is the object holding the data (a volume claim).
+	Data NodeID
+	// Annotation is the AnnotationAdopt value a restored object needs when it carries no kdag
+	// labels (a copy from a backup).
+	Annotation string
+}
+
+func (e *DataKeyMissingError) Error() string {
+	return fmt.Sprintf("%s is gone while %s, whose data it opens, exists: kdag does not generate a new one, which would "+
+		"not open the data; restore %s (from a backup, annotated %s=%s), or delete %s to start with empty data",
+		e.Node, e.Data, e.Node, AnnotationAdopt, e.Annotation, e.Data)
+}
+
+// Is makes errors.Is(err, reconcile.TerminalError(nil)) hold: only a person can help.
+func (e *DataKeyMissingError) Is(target error) bool {
+	return errors.Is(reconcile.TerminalError(nil), target)
+}
+
+func (e *DataKeyMissingError) conditionReason() string { return ReasonDataKeyMissing }
+
+// checkProtectedData returns a *DataKeyMissingError when the object of the ProtectsData node s,
+// which the cache does not hold, may not be created: the data it protects exists, and the object
+// does not (an uncached metadata read tells a missing object from one the cache does not hold,
+// such as a restored copy without kdag's labels, which the create path then adopts or refuses).
+func (c *Controller) checkProtectedData(ctx context.Context, owner client.Object, s *nodeSpec) error {
+	if s.protects == nil {
+		return nil
+	}
+	gvk, err := apiutil.GVKForObject(s.protects, c.scheme)
+	if err != nil {
+		return errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
+	}
+	ns := s.protects.GetNamespace()
+	if ns == "" {
+		if namespaced, err := c.namespaced(gvk); err != nil {
+			return errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
+		} else if namespaced {
+			ns = s.id.Namespace
+		}
+	}
+	data := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}
+	m, err := c.refs.cached(ctx, gvk, ns, data.Name)
+	if err != nil {
+		return errors.Wrapf(err, "%s: look for %s", s.id, data)
+	}
+	if m == nil {
+		return nil
+	}
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(s.gvk)
+	switch err := c.reader.Get(ctx, client.ObjectKey{Namespace: s.id.Namespace, Name: s.id.Name}, existing); {
+	case err == nil:
+		return nil
+	case !apierrors.IsNotFound(err):
+		return errors.Wrapf(err, "%s: read", s.id)
+	}
+	return &DataKeyMissingError{Node: s.id, Data: data, Annotation: c.adoptValue(owner, s.id.Namespace)}
+}
+
+// namespaced reports whether objects of gvk live in namespaces.
+func (c *Controller) namespaced(gvk schema.GroupVersionKind) (bool, error) {
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, err
+	}
+	return mapping.Scope.Name() == "namespace", nil
+}
+
+// terminatingMemory is how long kdag remembers that a namespace is being deleted, unless an
+// owner created since says the namespace was created again.
+const terminatingMemory = 10 * time.Minute
+
+// isNamespaceTerminating reports whether err is the API server refusing to create an object in
+// a namespace that is being deleted.
+func isNamespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// markNamespaceTerminating records that namespace is being deleted: its owners are going away,
+// so kdag makes no more attempts to create anything there.
+func (c *Controller) markNamespaceTerminating(namespace string) {
+	c.terminating.Store(namespace, time.Now())
+}
+
+// namespaceTerminating reports whether namespace was seen being deleted (within
+// terminatingMemory).
+func (c *Controller) namespaceTerminating(namespace string) bool {
+	v, ok := c.terminating.Load(namespace)
+	if !ok {
+		return false
+	}
+	if time.Since(v.(time.Time)) > terminatingMemory {
+		c.terminating.Delete(namespace)
+		return false
+	}
+	return true
+}
+
+// forgetTerminatingNamespace drops the record of owner's namespace being deleted when owner was
+// created after it was seen: the namespace exists again.
+func (c *Controller) forgetTerminatingNamespace(owner client.Object) {
+	if v, ok := c.terminating.Load(owner.GetNamespace()); ok && owner.GetCreationTimestamp().After(v.(time.Time)) {
+		c.terminating.Delete(owner.GetNamespace())
+	}
+}
+
+// errNamespaceTerminating is the node's state in a namespace being deleted: waiting, not an
+// error: no retry, no error log, no Warning event; the owner goes with its namespace.
+func errNamespaceTerminating(id NodeID) error {
+	return &waitingError{msg: id.String() + ": its namespace is being deleted", detail: "its namespace is being deleted"}
+}
