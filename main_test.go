@@ -87,13 +87,14 @@ func TestRunPlan_Samples(t *testing.T) {
 			}
 			// The GiteaServer's generated Secret, and the PostgreSQL's credentials when managed;
 			// plus a reference (name only, no data) for each Secret the server reads: the
-			// database's, and the administrator's in the full sample.
+			// database's, and the administrator's and the Ingress certificate's in the full
+			// sample.
 			wantSecrets := 2 + 1
 			if strings.Contains(base, "external") {
 				wantSecrets = 1 + 1
 			}
 			if strings.Contains(base, "full") {
-				wantSecrets++
+				wantSecrets += 2
 			}
 			if secrets != wantSecrets {
 				t.Errorf("%d Secrets in the yaml output, want %d", secrets, wantSecrets)
@@ -143,7 +144,7 @@ func TestRunPlan_Text(t *testing.T) {
 		"  GiteaServer team-a/demo  (after PostgreSQL team-a/demo-postgresql, Valkey team-a/demo-valkey)",
 		"  Secret team-a/demo-postgresql-credentials  (reference: must exist, never written; keys database, host, password, port, user)",
 		"  Job team-a/demo-migrate-1-27-3  (after Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config; create-only)",
-		"  Deployment team-a/demo  (after Job team-a/demo-migrate-1-27-3, Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config, PersistentVolumeClaim team-a/demo-data)",
+		"  Deployment team-a/demo  (after Job team-a/demo-migrate-1-27-3 (order only), Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config, PersistentVolumeClaim team-a/demo-data)",
 	} {
 		if !strings.Contains(out.String(), line+"\n") {
 			t.Errorf("text output lacks %q:\n%s", line, out.String())

@@ -1,13 +1,17 @@
 package giteaserver
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/common"
+	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
 // migrationJob migrates the database to spec.version (kubegres-style blocking operation: the
@@ -15,12 +19,18 @@ import (
 // spec.migrationTimeout. It is create-only: a Job's template is immutable, and the Job of a
 // version runs once.
 func migrationJob(s *giteav1alpha1.GiteaServer) *batchv1.Job {
+	return migrationJobOf(s, s.Spec.Version)
+}
+
+// migrationJobOf is the migration Job of version: its name is all that counts for one already
+// running (create-only, Finished).
+func migrationJobOf(s *giteav1alpha1.GiteaServer, version string) *batchv1.Job {
 	migrate := corev1.Container{Name: "migrate", Command: []string{"gitea", "migrate"}}
 	scratch := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   MigrationJobName(s.Name, s.Spec.Version),
-			Labels: common.WithVersion(labels(s), s.Spec.Version),
+			Name:   MigrationJobName(s.Name, version),
+			Labels: common.WithVersion(labels(s), version),
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](2),
@@ -61,4 +71,21 @@ func adminJob(s *giteav1alpha1.GiteaServer) *batchv1.Job {
 func withRestartNever(spec corev1.PodSpec) corev1.PodSpec {
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	return spec
+}
+
+// jobFinished is the readiness of a migration Job of an earlier version that the current one
+// waits for: done when it completed or failed (a failed old migration must not hold the new
+// one, which the user asked for, perhaps to fix it).
+func jobFinished(live client.Object) (bool, error) {
+	job, ok := live.(*batchv1.Job)
+	if !ok {
+		return false, fmt.Errorf("%T is not a Job", live)
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true, nil
+		}
+	}
+	return false, &controller.NotReadyError{Reason: "the migration of version " + job.Labels["app.kubernetes.io/version"] +
+		" still runs: the next one waits for it"}
 }

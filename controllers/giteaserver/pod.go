@@ -1,6 +1,8 @@
 package giteaserver
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,7 +37,23 @@ func env(s *giteav1alpha1.GiteaServer) []corev1.EnvVar {
 		{Name: "GITEA_WORK_DIR", Value: "/var/lib/gitea"},
 		{Name: "HOME", Value: "/var/lib/gitea/home"},
 	}
-	return append(vars, s.Spec.ExtraEnv...)
+	return withOverrides(vars, s.Spec.ExtraEnv)
+}
+
+// withOverrides returns vars with extra applied as the API documents it: a variable of extra
+// replaces the one of the same name in place (later variables that expand $(NAME) see the
+// user's value), the others follow in their order. A container's env is a list keyed by name:
+// two entries of one name are refused by the API server.
+func withOverrides(vars, extra []corev1.EnvVar) []corev1.EnvVar {
+	out := slices.Clone(vars)
+	for _, e := range extra {
+		if i := slices.IndexFunc(out, func(v corev1.EnvVar) bool { return v.Name == e.Name }); i >= 0 {
+			out[i] = e
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // podSpec is the pod of the server and of its Jobs: an init container copies app.ini from the

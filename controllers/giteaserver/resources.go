@@ -40,23 +40,31 @@ func (ResourceManager) OwnedTypes() []client.Object {
 
 // AddResources implements controller.ResourceManager. The migration Job of the version must
 // complete before the server Deployment is applied or rolled: a new version first migrates the
-// database while the previous version keeps serving. The Secrets the server reads but does not
-// own (the database's, the administrator's) are references: until they exist the pods that
-// need them wait, and the status says which Secret to create.
+// database while the previous version keeps serving. A migration is never interrupted and never
+// runs beside another (migrationNodes). The Secrets the server reads but does not own (the
+// database's, the administrator's, the Ingress's certificate) are references: until they exist
+// with the keys the server reads, the pods that need them wait, and the status says which Secret
+// to create. The generated keys and the repositories' claim live and die together (keyPolicy,
+// claimPolicy).
 func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
 	s := owner.(*giteav1alpha1.GiteaServer)
 
 	database := b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name), controller.RequireKeys(
 		giteav1alpha1.DatabaseSecretHostKey, giteav1alpha1.DatabaseSecretPortKey, giteav1alpha1.DatabaseSecretUserKey,
 		giteav1alpha1.DatabaseSecretPasswordKey, giteav1alpha1.DatabaseSecretDatabaseKey))
-	secrets := b.Add(generatedSecret(s), controller.CreateOnly())
+	secrets := b.Add(generatedSecret(s), keyPolicy(s)...)
 	config := b.Add(configMap(s))
-	data := b.Add(dataClaim(s), claimPolicy(s.Spec.Storage.DeletionPolicy)...)
-	migration := b.Add(migrationJob(s), controller.CreateOnly(), controller.DependsOn(database, secrets, config))
-	server := b.Add(deployment(s), controller.DependsOn(migration, database, secrets, config, data))
+	data := b.Add(dataClaim(s), append(claimPolicy(s.Spec.Storage.DeletionPolicy), controller.After(secrets))...)
+	migration := migrationNodes(s, b, database, secrets, config)
+	server := b.Add(deployment(s), controller.After(migration), controller.DependsOn(database, secrets, config, data))
 	service := b.Add(service(s))
-	if s.Spec.Ingress != nil {
-		b.Add(ingress(s), controller.DependsOn(service))
+	if ing := s.Spec.Ingress; ing != nil {
+		opts := []controller.NodeOption{controller.DependsOn(service)}
+		if ing.TLSSecretName != "" {
+			tls := b.Reference(referencedSecret(ing.TLSSecretName), controller.RequireKeys(corev1.TLSCertKey, corev1.TLSPrivateKeyKey))
+			opts = append(opts, controller.After(tls))
+		}
+		b.Add(ingress(s), opts...)
 	}
 	if s.Spec.Admin != nil {
 		admin := b.Reference(referencedSecret(s.Spec.Admin.SecretRef.Name), controller.RequireKeys(
@@ -64,4 +72,28 @@ func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *c
 		b.Add(adminJob(s), controller.CreateOnly(), controller.DependsOn(server, admin))
 	}
 	return nil
+}
+
+// migrationNodes adds the migration of spec.version and returns its node, which the server
+// waits for (After: the Job's content is not the server's). The status records migrations
+// (status.migration), and the graph follows it:
+//   - a migration of an earlier version that is still running stays in the graph (never pruned
+//     while it runs) and the new one waits for it: one migration at a time against the database;
+//   - a migration recorded as succeeded for spec.version is Finished: its Job, once deleted (a
+//     TTL, a clean-up), is not run again, and the server does not roll.
+func migrationNodes(s *giteav1alpha1.GiteaServer, b *controller.Builder, blockers ...controller.Node) controller.Node {
+	opts := []controller.NodeOption{controller.CreateOnly(), controller.DependsOn(blockers...)}
+	if prev := s.Status.Migration; prev != nil && prev.Version != s.Spec.Version && migrating(prev.State) {
+		old := b.Add(migrationJobOf(s, prev.Version), controller.CreateOnly(), controller.Finished(), controller.ReadyWhen(jobFinished))
+		opts = append(opts, controller.After(old))
+	}
+	if prev := s.Status.Migration; prev != nil && prev.Version == s.Spec.Version && prev.State == giteav1alpha1.MigrationSucceeded {
+		opts = append(opts, controller.Finished())
+	}
+	return b.Add(migrationJob(s), opts...)
+}
+
+// migrating reports whether a migration in state may still be running.
+func migrating(state giteav1alpha1.MigrationState) bool {
+	return state == giteav1alpha1.MigrationPending || state == giteav1alpha1.MigrationRunning
 }

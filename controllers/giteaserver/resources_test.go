@@ -183,8 +183,16 @@ func TestAddResources_Graph(t *testing.T) {
 				t.Errorf("Ingress in plan: %v, want %v", ing != nil, tc.wantIngress)
 			}
 			if ing != nil {
-				if got := blockers(ing); !slices.Equal(got, []string{"Service demo-http"}) {
-					t.Errorf("Ingress blockers = %v, want the Service", got)
+				want := []string{"Service demo-http"}
+				if tls := tc.server.Spec.Ingress.TLSSecretName; tls != "" {
+					// The certificate is the user's: a reference the Ingress waits for.
+					want = append(want, "Secret "+tls)
+					if ref := node(p, "Secret", tls); ref == nil || !ref.Reference || !slices.Equal(ref.RequireKeys, []string{"tls.crt", "tls.key"}) {
+						t.Errorf("TLS Secret node %+v, want a reference requiring tls.crt and tls.key", ref)
+					}
+				}
+				if got := blockers(ing); !slices.Equal(got, want) {
+					t.Errorf("Ingress blockers = %v, want %v", got, want)
 				}
 				backend := ing.Object.(*networkingv1.Ingress).Spec.Rules[0].HTTP.Paths[0].Backend.Service
 				if backend.Name != "demo-http" || backend.Port.Name != "http" {

@@ -22,20 +22,35 @@ type outputs struct {
 }
 
 // ReportStatus implements controller.StatusReporter: the deployed version (once everything is
-// ready), the URL, and the state of the current version's migration.
+// ready), the URL, and the migration: the one of an earlier version while it still runs (the
+// current one waits for it), else the current version's. A success recorded for the current
+// version stays recorded when its Job is gone: the graph does not run it again.
 func (ResourceManager) ReportStatus(_ context.Context, owner client.Object, report controller.Report) (any, error) {
 	s := owner.(*giteav1alpha1.GiteaServer)
 	out := &outputs{Version: s.Status.Version, URL: URL(s)}
 	if report.Ready {
 		out.Version = s.Spec.Version
 	}
-	out.Migration = migrationStatus(s, report.Node("Job", MigrationJobName(s.Name, s.Spec.Version)))
+	prev := s.Status.Migration
+	if prev != nil && prev.Version != s.Spec.Version && migrating(prev.State) {
+		if old := report.Node("Job", MigrationJobName(s.Name, prev.Version)); old != nil && old.State != api.NodeReady {
+			out.Migration = migrationStatus(s, prev.Version, old)
+			return out, nil
+		}
+	}
+	current := report.Node("Job", MigrationJobName(s.Name, s.Spec.Version))
+	if prev != nil && prev.Version == s.Spec.Version && prev.State == giteav1alpha1.MigrationSucceeded &&
+		(current == nil || current.Object == nil) {
+		out.Migration = prev.DeepCopy()
+		return out, nil
+	}
+	out.Migration = migrationStatus(s, s.Spec.Version, current)
 	return out, nil
 }
 
-// migrationStatus derives the migration's state from its Job node.
-func migrationStatus(s *giteav1alpha1.GiteaServer, node *controller.NodeReport) *giteav1alpha1.MigrationStatus {
-	st := &giteav1alpha1.MigrationStatus{Version: s.Spec.Version, State: giteav1alpha1.MigrationPending}
+// migrationStatus derives the state of version's migration from its Job node.
+func migrationStatus(s *giteav1alpha1.GiteaServer, version string, node *controller.NodeReport) *giteav1alpha1.MigrationStatus {
+	st := &giteav1alpha1.MigrationStatus{Version: version, State: giteav1alpha1.MigrationPending}
 	if node == nil || node.Object == nil {
 		return st
 	}

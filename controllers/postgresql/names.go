@@ -17,6 +17,10 @@ func ServiceName(pgName string) string { return pgName }
 // password and database (giteav1alpha1.DatabaseSecret*Key).
 func CredentialsSecretName(pgName string) string { return pgName + "-credentials" }
 
+// DataClaimName is the name of the claim holding the database's data: the StatefulSet's claim
+// of template "data" for its only pod.
+func DataClaimName(pgName string) string { return "data-" + pgName + "-0" }
+
 // Host is the server's DNS name inside the cluster.
 func Host(pgName, namespace string) string { return ServiceName(pgName) + "." + namespace + ".svc" }
 

@@ -20,6 +20,7 @@ import (
 // +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 
 // ResourceManager reconciles PostgreSQL objects.
 type ResourceManager struct{}
@@ -43,10 +44,11 @@ func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 
 // AddResources implements controller.ResourceManager: generated credentials, a headless
 // Service, and the StatefulSet that needs both. The PostgreSQL is Ready when the StatefulSet is.
+// The credentials and the data live and die together (credentialsPolicy).
 func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
 	pg := owner.(*giteav1alpha1.PostgreSQL)
 
-	credentials := b.Add(credentialsSecret(pg), controller.CreateOnly())
+	credentials := b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
 	service := b.Add(headlessService(pg))
 	b.Add(statefulSet(pg), controller.DependsOn(credentials, service))
 	return nil

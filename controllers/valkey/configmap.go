@@ -24,7 +24,9 @@ var defaults = map[string]string{
 // configMap renders valkey.conf from the defaults and spec.config, sorted for a stable hash.
 func configMap(v *giteav1alpha1.Valkey) *corev1.ConfigMap {
 	settings := maps.Clone(defaults)
-	maps.Copy(settings, v.Spec.Config)
+	for k, val := range v.Spec.Config {
+		settings[k] = string(val)
+	}
 	settings["port"] = fmt.Sprint(Port)
 	var conf strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(settings)) {

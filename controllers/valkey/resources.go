@@ -4,10 +4,15 @@ package valkey
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -28,6 +33,27 @@ func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.Valkey{}
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{}}
+}
+
+// reserved are the valkey.conf directives the operator owns. Valkey reads directive names
+// without case.
+var reserved = []string{"port", "bind", "dir", "daemonize", "save", "appendonly"}
+
+// Validate implements controller.Validator. The CRD refuses the same at admission; this check
+// keeps an object admitted by an older schema from injecting directives: a reserved key in any
+// case, or a value with a line break, which valkey.conf would read as a directive of its own.
+func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
+	v := owner.(*giteav1alpha1.Valkey)
+	for _, k := range slices.Sorted(maps.Keys(v.Spec.Config)) {
+		if slices.Contains(reserved, strings.ToLower(k)) {
+			return reconcile.TerminalError(fmt.Errorf("spec.config[%q]: the operator owns %s: remove it", k, strings.Join(reserved, ", ")))
+		}
+		if strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(string(v.Spec.Config[k]), "\r\n") {
+			return reconcile.TerminalError(fmt.Errorf("spec.config[%q]: keys and values must be one line without spaces in keys: "+
+				"a line break starts a directive of its own", k))
+		}
+	}
+	return nil
 }
 
 // AddResources implements controller.ResourceManager: the configuration, the Deployment that

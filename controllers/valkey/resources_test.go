@@ -1,6 +1,7 @@
 package valkey
 
 import (
+	"errors"
 	"flag"
 	"maps"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -50,7 +53,7 @@ func defaulted(mods ...func(*giteav1alpha1.Valkey)) *giteav1alpha1.Valkey {
 }
 
 func configured(v *giteav1alpha1.Valkey) {
-	v.Spec.Config = map[string]string{"maxmemory": "128mb", "maxmemory-policy": "volatile-lru"}
+	v.Spec.Config = map[string]giteav1alpha1.ValkeyConfigValue{"maxmemory": "128mb", "maxmemory-policy": "volatile-lru"}
 }
 
 func plan(t *testing.T, v *giteav1alpha1.Valkey) *controller.Plan {
@@ -134,6 +137,33 @@ func TestAddResources_Graph(t *testing.T) {
 			}
 			if got, want := Address("demo-valkey", "default"), "demo-valkey.default.svc:6379"; got != want {
 				t.Errorf("Address = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestValidate_ConfigCannotInjectDirectives: a reserved key in any case, or a line break in a
+// value, would change directives the operator owns (issue 20, item 8): terminal errors.
+func TestValidate_ConfigCannotInjectDirectives(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config map[string]giteav1alpha1.ValkeyConfigValue
+		ok     bool
+	}{
+		{"plain settings", map[string]giteav1alpha1.ValkeyConfigValue{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"}, true},
+		{"reserved key upper case", map[string]giteav1alpha1.ValkeyConfigValue{"BIND": "127.0.0.1"}, false},
+		{"reserved key mixed case", map[string]giteav1alpha1.ValkeyConfigValue{"Port": "7000"}, false},
+		{"newline in a value", map[string]giteav1alpha1.ValkeyConfigValue{"maxmemory": "64mb\nrequirepass x"}, false},
+		{"carriage return in a value", map[string]giteav1alpha1.ValkeyConfigValue{"maxmemory": "64mb\rrequirepass x"}, false},
+		{"space in a key", map[string]giteav1alpha1.ValkeyConfigValue{"requirepass x\nmaxmemory": "1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ResourceManager{}.Validate(t.Context(), defaulted(func(v *giteav1alpha1.Valkey) { v.Spec.Config = tc.config }))
+			if tc.ok != (err == nil) {
+				t.Fatalf("Validate = %v, want ok %v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
+				t.Errorf("Validate error %v is not terminal", err)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kdag-dev/kdag/pkg/graph"
@@ -34,6 +36,12 @@ type PlannedNode struct {
 	Adopt      bool
 	// Keep is the node's deletion policy keep (Keep): orphaned, never deleted.
 	Keep bool
+	// Finished is a node whose work is done (Finished): never created again.
+	Finished bool
+	// OrderOnly are the blockers given with After: order only, their content not hashed.
+	OrderOnly []NodeID
+	// Protects names the data the node's object opens (ProtectsData), or is the zero NodeID.
+	Protects NodeID
 	// Reference is a Builder.Reference node: an object kdag needs but never writes.
 	Reference bool
 	// RequireKeys are the keys a Reference node's object must hold (RequireKeys), sorted.
@@ -59,6 +67,19 @@ func NewPlan(ctx context.Context, rm ResourceManager, owner client.Object, schem
 		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Reference: s.reference, RequireKeys: s.requireKeys, Object: s.obj}
 		for _, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
+			if s.orderOnly(bl) {
+				n.OrderOnly = append(n.OrderOnly, bl.id)
+			}
+		}
+		n.Finished = s.finished
+		if s.protects != nil {
+			n.Protects = NodeID{Namespace: s.protects.GetNamespace(), Name: s.protects.GetName()}
+			if gvk, err := apiutil.GVKForObject(s.protects, scheme); err == nil {
+				n.Protects.Group, n.Protects.Kind = gvk.Group, gvk.Kind
+			}
+			if n.Protects.Namespace == "" {
+				n.Protects.Namespace = s.id.Namespace
+			}
 		}
 		p.Nodes[i] = n
 	}
@@ -131,6 +152,9 @@ func (n PlannedNode) describe() string {
 		names := make([]string, len(n.Blockers))
 		for i, b := range n.Blockers {
 			names[i] = b.String()
+			if slices.Contains(n.OrderOnly, b) {
+				names[i] += " (order only)"
+			}
 		}
 		parts = append(parts, "after "+strings.Join(names, ", "))
 	}
@@ -142,6 +166,12 @@ func (n PlannedNode) describe() string {
 	}
 	if n.Keep {
 		parts = append(parts, "keep")
+	}
+	if n.Finished {
+		parts = append(parts, "finished")
+	}
+	if n.Protects != (NodeID{}) {
+		parts = append(parts, "protects "+n.Protects.String())
 	}
 	if n.Reference {
 		parts = append(parts, "reference: must exist, never written")

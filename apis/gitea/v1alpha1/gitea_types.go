@@ -53,6 +53,7 @@ type GiteaSpec struct {
 	// when the field is absent.
 	// +optional
 	// +kubebuilder:default={requests: {cpu: "100m", memory: "256Mi"}}
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.limits) || !(r in self.requests) || !isQuantity(string(self.limits[r])) || !isQuantity(string(self.requests[r])) || !quantity(string(self.limits[r])).isLessThan(quantity(string(self.requests[r]))))",message="resources.limits must not be below resources.requests (cpu, memory): the API server refuses such a container"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 	// Storage is the server's data volume: repositories, attachments, LFS objects.
 	// +optional
@@ -127,6 +128,7 @@ type ManagedDatabaseSpec struct {
 	// when the field is absent.
 	// +optional
 	// +kubebuilder:default={requests: {cpu: "100m", memory: "256Mi"}}
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.limits) || !(r in self.requests) || !isQuantity(string(self.limits[r])) || !isQuantity(string(self.requests[r])) || !quantity(string(self.limits[r])).isLessThan(quantity(string(self.requests[r]))))",message="resources.limits must not be below resources.requests (cpu, memory): the API server refuses such a container"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 }
 
@@ -164,6 +166,7 @@ type CacheSpec struct {
 	// field is absent.
 	// +optional
 	// +kubebuilder:default={requests: {cpu: "50m", memory: "64Mi"}}
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.limits) || !(r in self.requests) || !isQuantity(string(self.limits[r])) || !isQuantity(string(self.requests[r])) || !quantity(string(self.limits[r])).isLessThan(quantity(string(self.requests[r]))))",message="resources.limits must not be below resources.requests (cpu, memory): the API server refuses such a container"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 }
 
@@ -192,6 +195,10 @@ type GiteaStatus struct {
 // +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.version`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.database) || !has(self.spec.database.external) || self.spec.database.external.secretRef.name != self.metadata.name + '-secrets'",message="spec.database.external.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.admin) || self.spec.admin.secretRef.name != self.metadata.name + '-secrets'",message="spec.admin.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.admin) || (has(self.spec.database) && has(self.spec.database.external)) || self.spec.admin.secretRef.name != self.metadata.name + '-postgresql-credentials'",message="spec.admin.secretRef must not name <name>-postgresql-credentials: the operator generates that Secret for the managed database; rename your Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.ingress) || !has(self.spec.ingress.tlsSecretName) || self.spec.ingress.tlsSecretName != self.metadata.name + '-secrets'",message="spec.ingress.tlsSecretName must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
 type Gitea struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -41,6 +41,7 @@ type GiteaServerSpec struct {
 	// of 100m CPU and 256Mi memory when the field is absent.
 	// +optional
 	// +kubebuilder:default={requests: {cpu: "100m", memory: "256Mi"}}
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.limits) || !(r in self.requests) || !isQuantity(string(self.limits[r])) || !isQuantity(string(self.requests[r])) || !quantity(string(self.limits[r])).isLessThan(quantity(string(self.requests[r]))))",message="resources.limits must not be below resources.requests (cpu, memory): the API server refuses such a container"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 	// Storage is the server's data volume: repositories, attachments, LFS objects.
 	// +optional
@@ -161,6 +162,9 @@ type GiteaServerStatus struct {
 // +kubebuilder:printcolumn:name="Migration",type=string,JSONPath=`.status.migration.state`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.database) || self.spec.database.secretRef.name != self.metadata.name + '-secrets'",message="spec.database.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.admin) || self.spec.admin.secretRef.name != self.metadata.name + '-secrets'",message="spec.admin.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.ingress) || !has(self.spec.ingress.tlsSecretName) || self.spec.ingress.tlsSecretName != self.metadata.name + '-secrets'",message="spec.ingress.tlsSecretName must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
 type GiteaServer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

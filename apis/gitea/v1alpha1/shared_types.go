@@ -98,6 +98,7 @@ type ServerStorageSpec struct {
 	// +optional
 	// +kubebuilder:default=ReadWriteOnce
 	// +kubebuilder:validation:Enum=ReadWriteOnce;ReadWriteMany
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.accessMode is immutable: a claim's access modes cannot change once it is bound; to run several replicas, create the Gitea with ReadWriteMany from the start (and move the data)"
 	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty"`
 }
 
@@ -149,12 +150,13 @@ type PodOverrides struct {
 	// ExtraEnv is appended to the server container's environment, after the operator's own
 	// variables, so it can override them. Gitea reads any app.ini setting from variables named
 	// GITEA__<section>__<KEY>, e.g. GITEA__service__DISABLE_REGISTRATION=true.
-	// Each value is at most 32768 characters: mount larger settings from a ConfigMap or Secret.
+	// Each value is at most 4096 characters (with podAnnotations, the objects built from them stay
+	// under the API server's size limit): mount larger settings from a ConfigMap or Secret.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.value) || size(e.value) <= 32768)",message="extraEnv values must be at most 32768 characters: mount larger settings from a ConfigMap or Secret (valueFrom)"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.value) || size(e.value) <= 4096)",message="extraEnv values must be at most 4096 characters: mount larger settings from a ConfigMap or Secret (valueFrom)"
 	ExtraEnv []corev1.EnvVar `json:"extraEnv,omitempty"`
 	// NodeSelector constrains the server pods to nodes with these labels.
 	// +optional
@@ -171,6 +173,6 @@ type PodOverrides struct {
 	// pod's annotations together must stay under 256 KiB, which the pod's workload enforces.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 262144)",message="podAnnotations values must be at most 262144 characters: a pod's annotations together cannot exceed 256 KiB"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="podAnnotations values must be at most 4096 characters: a pod's annotations together cannot exceed 256 KiB"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 }

@@ -89,12 +89,27 @@ func TestGiteaServer_TransitionRules(t *testing.T) {
 	unset.Spec.Storage.StorageClassName = nil
 	wantInvalid(t, env.Client.Update(ctx, unset, strict), "storage.storageClassName is immutable")
 
-	scaled := srv.DeepCopy()
+	// A claim's access modes cannot change once bound: refused at admission (issue 20).
+	mode := srv.DeepCopy()
+	mode.Spec.Storage.AccessMode = "ReadWriteMany"
+	wantInvalid(t, env.Client.Update(ctx, mode, strict), "storage.accessMode is immutable")
+
+	// Scaling out needs ReadWriteMany from the start, and a cache.
+	rwx := &v1alpha1.GiteaServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rwx"},
+		Spec: v1alpha1.GiteaServerSpec{
+			Version:  "1.27.3",
+			Storage:  v1alpha1.ServerStorageSpec{AccessMode: "ReadWriteMany"},
+			Database: v1alpha1.ServerDatabaseSpec{SecretRef: v1alpha1.SecretReference{Name: "db-credentials"}},
+		},
+	}
+	if err := env.Client.Create(ctx, rwx, strict); err != nil {
+		t.Fatalf("create with ReadWriteMany: %v", err)
+	}
+	scaled := rwx.DeepCopy()
 	scaled.Spec.Replicas = 2
-	scaled.Spec.Storage.AccessMode = "ReadWriteMany"
 	wantInvalid(t, env.Client.Update(ctx, scaled, strict), "replicas > 1 requires cache.address")
 	scaled.Spec.Cache = &v1alpha1.ServerCacheSpec{Address: "cache.default.svc:6379"}
-	// The access mode is not immutable in the schema; the controller decides what it can do.
 	if err := env.Client.Update(ctx, scaled, strict); err != nil {
 		t.Fatalf("scale out with a cache and ReadWriteMany: %v", err)
 	}
@@ -135,7 +150,7 @@ func TestValkey_ConfigRejectsOperatorOwnedKeys(t *testing.T) {
 	ctx := context.Background()
 	vk := &v1alpha1.Valkey{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec:       v1alpha1.ValkeySpec{Config: map[string]string{"maxmemory": "128mb", "port": "7000"}},
+		Spec:       v1alpha1.ValkeySpec{Config: map[string]v1alpha1.ValkeyConfigValue{"maxmemory": "128mb", "port": "7000"}},
 	}
 	wantInvalid(t, env.Client.Create(ctx, vk, strict), "config must not set port")
 	delete(vk.Spec.Config, "port")

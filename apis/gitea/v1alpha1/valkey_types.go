@@ -27,15 +27,25 @@ type ValkeySpec struct {
 	// field is absent.
 	// +optional
 	// +kubebuilder:default={requests: {cpu: "50m", memory: "64Mi"}}
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.limits) || !(r in self.requests) || !isQuantity(string(self.limits[r])) || !isQuantity(string(self.requests[r])) || !quantity(string(self.limits[r])).isLessThan(quantity(string(self.requests[r]))))",message="resources.limits must not be below resources.requests (cpu, memory): the API server refuses such a container"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 	// Config holds valkey.conf directives, one per key, e.g. {"maxmemory": "128mb",
 	// "maxmemory-policy": "allkeys-lru"}. The operator owns "port", "bind", "dir", "daemonize"
-	// and persistence ("save", "appendonly"); those keys are rejected.
+	// and persistence ("save", "appendonly"); those keys are rejected in any case (Valkey reads
+	// directive names without case). A key is a directive name; a value is one line.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['port', 'bind', 'dir', 'daemonize', 'save', 'appendonly']))",message="config must not set port, bind, dir, daemonize, save or appendonly: the operator owns them"
-	Config map[string]string `json:"config,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['port', 'bind', 'dir', 'daemonize', 'save', 'appendonly']))",message="config must not set port, bind, dir, daemonize, save or appendonly (in any case): the operator owns them"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_-]*$'))",message="config keys must be directive names: letters, digits, '-' and '_'"
+	Config map[string]ValkeyConfigValue `json:"config,omitempty"`
 }
+
+// ValkeyConfigValue is the value of one valkey.conf directive: one line (a newline would start a
+// directive of its own).
+//
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+type ValkeyConfigValue string
 
 // ValkeyStatus is the observed state of a Valkey.
 type ValkeyStatus struct {

@@ -660,7 +660,7 @@ func (in *ValkeySpec) DeepCopyInto(out *ValkeySpec) {
 	in.Resources.DeepCopyInto(&out.Resources)
 	if in.Config != nil {
 		in, out := &in.Config, &out.Config
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]ValkeyConfigValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
