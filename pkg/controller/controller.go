@@ -310,6 +310,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reconcile is Reconcile once the owner is read and the span started.
 func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	c.forgetTerminatingNamespace(owner)
+	if c.namespaceTerminating(owner.GetNamespace()) || c.refs.namespaceTerminating(ctx, owner.GetNamespace()) {
+		c.markNamespaceTerminating(owner.GetNamespace())
+		return c.leaveDyingNamespace(ctx, owner)
+	}
 	if !owner.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, owner)
 	}
@@ -392,7 +396,12 @@ func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *out
 		r.terminal, r.reason = err, ReasonBuildFailed
 		return nil, nil
 	}
-	if err := c.refs.track(ctx, client.ObjectKeyFromObject(owner), b.nodes); err != nil {
+	objs, err := c.watchedObjects(b.nodes)
+	if err != nil {
+		r.transient, r.reason = err, ReasonBuildFailed
+		return nil, nil
+	}
+	if err := c.refs.track(ctx, client.ObjectKeyFromObject(owner), objs); err != nil {
 		r.transient, r.reason = err, ReasonBuildFailed
 		return nil, nil
 	}

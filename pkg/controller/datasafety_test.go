@@ -15,8 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kdag-dev/kdag/pkg/api"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -245,11 +248,17 @@ func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
 }
 
 // TestNamespaceTerminating_NoRecreationAttempts: in a namespace being deleted (envtest runs no
-// namespace controller, so it stays Terminating), an owner whose object is gone tries once to
-// create it, is refused by the API server, and from then on makes no attempt and reports no
-// error: the owner goes with its namespace.
+// namespace controller, so it stays Terminating), an owner whose object is gone makes no attempt
+// to create it, writes no status and reports no error: the owner goes with its namespace. Its
+// finalizer, held for an object in another namespace, is released once kdag deleted that one.
 func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
-	f := newFixture(t, widgetRM{readyDeployment: true})
+	other := env.Namespace(t)
+	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: w.Name + "-remote"}})
+		return nil
+	}}
+	f := startFixture(t, fixtureConfig{namespaces: []string{other}}, rm)
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	ctx := context.Background()
@@ -260,27 +269,29 @@ func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 	if err := f.cl.Get(ctx, client.ObjectKey{Name: f.ns}, ns); err != nil {
 		t.Fatal(err)
 	}
-	ns.Spec.Finalizers = nil
-	if err := f.cl.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationBackground), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+	if err := f.cl.Delete(ctx, ns, &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the cache sees the ConfigMap gone", func() bool { return f.cached(&corev1.ConfigMap{}, "app-config") != nil })
-	f.calls.reset()
-	if err := f.reconcile("app"); err != nil {
-		t.Fatalf("first reconcile in a terminating namespace: %v, want no error", err)
-	}
+	eventually(t, "kdag sees the namespace being deleted", func() bool { return f.c.refs.namespaceTerminating(ctx, f.ns) })
 	f.calls.reset()
 	for range 3 {
-		if err := f.reconcile("app"); err != nil {
+		if _, err := f.c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}); err != nil {
 			t.Fatalf("reconcile in a terminating namespace: %v, want no error", err)
 		}
 	}
 	for _, w := range f.objectWrites() {
-		if strings.Contains(w, "/configmaps") {
-			t.Errorf("%s: an attempt to create in a namespace being deleted", w)
+		if strings.Contains(w, "/namespaces/"+f.ns+"/") && !strings.Contains(w, "/widgets/app") {
+			t.Errorf("%s: a write in a namespace being deleted", w)
+		}
+		if strings.Contains(w, "/widgets/app/status") {
+			t.Errorf("%s: a status write for an owner going away", w)
 		}
 	}
-	if c := condition(f.status("app"), api.ConditionReady); c == nil || !strings.Contains(c.Message, "namespace is being deleted") {
-		t.Errorf("Ready condition %+v, want it to say the namespace is being deleted", c)
+	if err := f.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "app-remote"}, &corev1.ConfigMap{}); err == nil {
+		t.Error("the owner's ConfigMap in another namespace survived it")
+	}
+	if w := f.get(&testapi.Widget{}, "app"); controllerutil.ContainsFinalizer(w, Finalizer) {
+		t.Error("the owner keeps kdag's finalizer in a namespace being deleted: the namespace cannot go")
 	}
 }

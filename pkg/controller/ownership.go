@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -94,6 +95,46 @@ func (e *DataKeyMissingError) Is(target error) bool {
 
 func (e *DataKeyMissingError) conditionReason() string { return ReasonDataKeyMissing }
 
+// watchedObjects returns the objects of specs whose changes must reconcile the owner although
+// the manager's cache does not hold them: the objects of Reference nodes, and, for ProtectsData
+// nodes, their own object and the data they protect.
+func (c *Controller) watchedObjects(specs []*nodeSpec) ([]watched, error) {
+	var out []watched
+	for _, s := range specs {
+		switch {
+		case s.reference:
+			out = append(out, watched{id: s.id, gvk: s.gvk})
+		case s.protects != nil:
+			data, gvk, err := c.protectedData(s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, watched{id: s.id, gvk: s.gvk}, watched{id: data, gvk: gvk})
+		}
+	}
+	return out, nil
+}
+
+// protectedData returns the identity and kind of the data s protects (ProtectsData); its
+// namespace defaults to the node's for a namespaced kind.
+func (c *Controller) protectedData(s *nodeSpec) (NodeID, schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(s.protects, c.scheme)
+	if err != nil {
+		return NodeID{}, gvk, errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
+	}
+	ns := s.protects.GetNamespace()
+	if ns == "" {
+		namespaced, err := c.namespaced(gvk)
+		if err != nil {
+			return NodeID{}, gvk, errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
+		}
+		if namespaced {
+			ns = s.id.Namespace
+		}
+	}
+	return NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}, gvk, nil
+}
+
 // checkProtectedData returns a *DataKeyMissingError when the object of the ProtectsData node s,
 // which the cache does not hold, may not be created: the data it protects exists, and the object
 // does not (an uncached metadata read tells a missing object from one the cache does not hold,
@@ -102,20 +143,11 @@ func (c *Controller) checkProtectedData(ctx context.Context, owner client.Object
 	if s.protects == nil {
 		return nil
 	}
-	gvk, err := apiutil.GVKForObject(s.protects, c.scheme)
+	data, gvk, err := c.protectedData(s)
 	if err != nil {
-		return errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
+		return err
 	}
-	ns := s.protects.GetNamespace()
-	if ns == "" {
-		if namespaced, err := c.namespaced(gvk); err != nil {
-			return errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
-		} else if namespaced {
-			ns = s.id.Namespace
-		}
-	}
-	data := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}
-	m, err := c.refs.cached(ctx, gvk, ns, data.Name)
+	m, err := c.refs.cached(ctx, gvk, data.Namespace, data.Name)
 	if err != nil {
 		return errors.Wrapf(err, "%s: look for %s", s.id, data)
 	}
@@ -184,4 +216,49 @@ func (c *Controller) forgetTerminatingNamespace(owner client.Object) {
 // error: no retry, no error log, no Warning event; the owner goes with its namespace.
 func errNamespaceTerminating(id NodeID) error {
 	return &waitingError{msg: id.String() + ": its namespace is being deleted", detail: "its namespace is being deleted"}
+}
+
+// leaveDyingNamespace is the reconcile of an owner whose namespace is being deleted: the owner
+// goes with it, so kdag creates nothing, writes no status and emits no event (the API server
+// refuses new objects there, events included). Only objects outside the namespace (another
+// namespace, cluster-scoped) need kdag: with its finalizer held, kdag deletes them (or orphans
+// kept ones) and then removes the finalizer, so that the namespace can go.
+func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+	logFrom(ctx).V(1).Info("namespace is being deleted: the owner goes with it")
+	if !controllerutil.ContainsFinalizer(owner, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	var listErr error
+	objs := c.ownedObjects(ctx, owner, &listErr)
+	if listErr != nil {
+		return reconcile.Result{}, listErr
+	}
+	remaining := 0
+	for _, o := range objs {
+		if o.GetNamespace() == owner.GetNamespace() || !c.owns(owner, o) {
+			continue // goes with the namespace, or not owner's
+		}
+		remaining++
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if err := c.deleteForTeardown(ctx, owner, NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}, o); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if remaining > 0 {
+		return reconcile.Result{RequeueAfter: teardownRecheck}, nil
+	}
+	return c.removeFinalizer(ctx, owner)
+}
+
+// removeFinalizer removes kdag's finalizer from owner, on the condition that owner is the version
+// kdag read (another finalizer added meanwhile is not lost). When the cache was behind, the API
+// server answers Conflict: kdag tries again once the cache has caught up, without an error.
+func (c *Controller) removeFinalizer(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(owner, Finalizer)
+	err := c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{}, errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 }

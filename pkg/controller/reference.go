@@ -52,8 +52,10 @@ type references struct {
 	watched   map[informerKey]bool
 	ctrl      watchRegistrar                           // nil when the Controller is not registered with the manager (tests)
 	owners    map[NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
-	refs      map[types.NamespacedName][]*nodeSpec     // owner → its Reference nodes
+	refs      map[types.NamespacedName][]watched       // owner → the objects it watches
 	seen      map[referenceKey]referenceState
+	// namespacesAllowed says whether the manager may watch Namespaces, once namespacesDecided.
+	namespacesDecided, namespacesAllowed bool
 }
 
 // informerKey identifies one informer of references: a kind in a namespace ("" for all).
@@ -102,7 +104,7 @@ func newReferences(mgr ctrl.Manager, namespaces []string) (*references, error) {
 		factories: map[string]metadatainformer.SharedInformerFactory{},
 		watched:   map[informerKey]bool{},
 		owners:    map[NodeID]map[types.NamespacedName]bool{},
-		refs:      map[types.NamespacedName][]*nodeSpec{},
+		refs:      map[types.NamespacedName][]watched{},
 		seen:      map[referenceKey]referenceState{},
 	}
 	for _, ns := range namespaces {
@@ -121,6 +123,10 @@ func (r *references) Start(ctx context.Context) error {
 	r.ctx = ctx
 	r.mu.Unlock()
 	close(r.started)
+	// Whether namespaces can be watched is asked once, now, not in a reconcile.
+	if r.canWatchNamespaces(ctx) {
+		_, _ = r.informer(ctx, namespaceGVK, "")
+	}
 	<-ctx.Done()
 	r.mu.Lock()
 	factories := maps.Clone(r.factories)
@@ -187,6 +193,45 @@ func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, 
 	return inf, nil
 }
 
+// namespaceGVK is the kind of the informer that tells a namespace being deleted.
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
+// namespaceTerminating reports whether namespace is being deleted, from a metadata
+// informer of Namespaces. When the manager may not list and watch namespaces (an installation
+// confined to its namespaces by RBAC), it reports false: kdag then learns it from the first
+// create the API server refuses (markNamespaceTerminating).
+func (r *references) namespaceTerminating(ctx context.Context, namespace string) bool {
+	if namespace == "" || !r.canWatchNamespaces(ctx) {
+		return false
+	}
+	m, err := r.cached(ctx, namespaceGVK, "", namespace)
+	if err != nil || m == nil {
+		return false // a namespace the informer has not seen yet is a new one, not a dying one
+	}
+	return !m.GetDeletionTimestamp().IsZero()
+}
+
+// canWatchNamespaces reports whether the manager may list Namespaces, asking the API server once
+// per process (one uncached list of at most one item).
+func (r *references) canWatchNamespaces(ctx context.Context) bool {
+	r.mu.Lock()
+	decided, allowed := r.namespacesDecided, r.namespacesAllowed
+	r.mu.Unlock()
+	if decided {
+		return allowed
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(namespaceGVK.GroupVersion().WithKind("NamespaceList"))
+	err := r.reader.List(ctx, list, client.Limit(1))
+	if err != nil && !apierrors.IsForbidden(err) {
+		return false // not decided: ask again next time
+	}
+	r.mu.Lock()
+	r.namespacesDecided, r.namespacesAllowed = true, err == nil
+	r.mu.Unlock()
+	return err == nil
+}
+
 // stripManagedFields drops an object's managed fields before an informer stores it.
 func stripManagedFields(in any) (any, error) {
 	if m, err := meta.Accessor(in); err == nil && m.GetManagedFields() != nil {
@@ -195,35 +240,37 @@ func stripManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// track records the Reference nodes of owner's graph (replacing what it referenced before) and
-// starts watching their kinds, so that a change of any of them reconciles owner.
-func (r *references) track(ctx context.Context, owner types.NamespacedName, specs []*nodeSpec) error {
-	var refs []*nodeSpec
-	for _, s := range specs {
-		if s.reference {
-			refs = append(refs, s)
-		}
-	}
+// watched is an object whose changes reconcile the owners that need it: a Builder.Reference
+// node's object, or, for a ProtectsData node, its own object and the data it protects (a key
+// restored without kdag's labels, which the manager's cache does not see, must wake the owner).
+type watched struct {
+	id  NodeID
+	gvk schema.GroupVersionKind
+}
+
+// track records the objects owner's graph watches (replacing what it watched before) and
+// starts the informers of their kinds, so that a change of any of them reconciles owner.
+func (r *references) track(ctx context.Context, owner types.NamespacedName, objs []watched) error {
 	r.mu.Lock()
 	for _, old := range r.refs[owner] {
-		if !slices.ContainsFunc(refs, func(s *nodeSpec) bool { return s.id == old.id }) {
+		if !slices.ContainsFunc(objs, func(w watched) bool { return w.id == old.id }) {
 			r.dropOwnerLocked(old.id, owner)
 		}
 	}
 	delete(r.refs, owner)
-	if len(refs) > 0 {
-		r.refs[owner] = refs
+	if len(objs) > 0 {
+		r.refs[owner] = objs
 	}
-	for _, s := range refs {
-		if r.owners[s.id] == nil {
-			r.owners[s.id] = map[types.NamespacedName]bool{}
+	for _, w := range objs {
+		if r.owners[w.id] == nil {
+			r.owners[w.id] = map[types.NamespacedName]bool{}
 		}
-		r.owners[s.id][owner] = true
+		r.owners[w.id][owner] = true
 	}
 	r.mu.Unlock()
-	for _, s := range refs {
-		if _, err := r.informer(ctx, s.gvk, s.id.Namespace); err != nil {
-			return errors.Wrapf(err, "%s", s.id)
+	for _, w := range objs {
+		if _, err := r.informer(ctx, w.gvk, w.id.Namespace); err != nil {
+			return errors.Wrapf(err, "%s", w.id)
 		}
 	}
 	return nil
@@ -233,8 +280,8 @@ func (r *references) track(ctx context.Context, owner types.NamespacedName, spec
 func (r *references) untrack(owner types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range r.refs[owner] {
-		r.dropOwnerLocked(s.id, owner)
+	for _, w := range r.refs[owner] {
+		r.dropOwnerLocked(w.id, owner)
 	}
 	delete(r.refs, owner)
 }

@@ -348,7 +348,12 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 	c.event(owner, corev1.EventTypeWarning, ReasonStatusWriteFailed, "%s", truncate(err.Error(), 1024))
 }
 
+// event records an event about owner, unless owner's namespace is being deleted (the API server
+// would refuse it, and the refusal is only noise in the log).
 func (c *Controller) event(owner client.Object, typ, reason, format string, args ...any) {
+	if c.namespaceTerminating(owner.GetNamespace()) {
+		return
+	}
 	c.recorder.Eventf(owner, nil, typ, reason, "Reconcile", format, args...)
 }
 

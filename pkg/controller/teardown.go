@@ -52,10 +52,7 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 			return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 		}
 	}
-	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(owner, Finalizer)
-	err = c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))
-	return reconcile.Result{}, errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	return c.removeFinalizer(ctx, owner)
 }
 
 // releaseUnowned deletes (or orphans, when kept) the owner's objects that carry no owner

@@ -148,6 +148,13 @@ func waitGarbageCollector(ctx context.Context) error {
 // when the test fails or E2E_KEEP_LOGS is set.
 func startManager(t *testing.T, ns, operatorVersion string) (stop func()) {
 	t.Helper()
+	stop, _ = startManagerWithLog(t, ns, operatorVersion)
+	return stop
+}
+
+// startManagerWithLog is startManager, and returns the path of the manager's log file too.
+func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(), logPath string) {
+	t.Helper()
 	logFile, err := os.CreateTemp("", "kdag-e2e-gitea-"+strings.ReplaceAll(t.Name(), "/", "-")+"-*.log")
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +196,7 @@ func startManager(t *testing.T, ns, operatorVersion string) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return stop, logFile.Name()
 }
 
 // namespace creates a namespace for the test and deletes it when the test ends.
