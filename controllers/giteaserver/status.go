@@ -34,7 +34,7 @@ func (ResourceManager) ReportStatus(_ context.Context, owner client.Object, repo
 	prev := s.Status.Migration
 	if prev != nil && prev.Version != s.Spec.Version && migrating(prev.State) {
 		if old := report.Node("Job", MigrationJobName(s.Name, prev.Version)); old != nil && old.State != api.NodeReady {
-			out.Migration = migrationStatus(s, prev.Version, old)
+			out.Migration = migrationStatus(prev.Version, old)
 			return out, nil
 		}
 	}
@@ -44,12 +44,12 @@ func (ResourceManager) ReportStatus(_ context.Context, owner client.Object, repo
 		out.Migration = prev.DeepCopy()
 		return out, nil
 	}
-	out.Migration = migrationStatus(s, s.Spec.Version, current)
+	out.Migration = migrationStatus(s.Spec.Version, current)
 	return out, nil
 }
 
 // migrationStatus derives the state of version's migration from its Job node.
-func migrationStatus(s *giteav1alpha1.GiteaServer, version string, node *controller.NodeReport) *giteav1alpha1.MigrationStatus {
+func migrationStatus(version string, node *controller.NodeReport) *giteav1alpha1.MigrationStatus {
 	st := &giteav1alpha1.MigrationStatus{Version: version, State: giteav1alpha1.MigrationPending}
 	if node == nil || node.Object == nil {
 		return st

@@ -68,7 +68,7 @@ func TestMigrationStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := defaulted(func(s *giteav1alpha1.GiteaServer) { s.Spec.Version = "1.27.4" })
-			got := migrationStatus(s, s.Spec.Version, tc.node)
+			got := migrationStatus(s.Spec.Version, tc.node)
 			if got.Version != "1.27.4" || got.State != tc.want {
 				t.Errorf("migration = %s %s, want 1.27.4 %s", got.Version, got.State, tc.want)
 			}
