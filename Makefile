@@ -92,7 +92,7 @@ help: ## Show this help.
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/... paths=./pkg/api/... paths=./pkg/testing/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/... paths=./pkg/apis/... paths=./pkg/testing/...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the markers.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // ownerTree is one kdag owner as its status describes it, with the nested owners that were
@@ -22,22 +22,22 @@ import (
 type ownerTree struct {
 	Kind, Namespace, Name string
 	Generation            int64
-	Status                api.Status
+	Status                kdagv1alpha1.Status
 	// Children holds the expanded nested owners by their index in Status.Graph.Nodes.
 	Children map[int]*ownerTree
 }
 
 // notReady returns the NotReady entry of node n, if the status lists one.
-func (t *ownerTree) notReady(n api.GraphNode) (api.NodeStatus, bool) {
+func (t *ownerTree) notReady(n kdagv1alpha1.GraphNode) (kdagv1alpha1.NodeStatus, bool) {
 	if t.Status.Graph == nil {
-		return api.NodeStatus{}, false
+		return kdagv1alpha1.NodeStatus{}, false
 	}
 	for _, s := range t.Status.Graph.NotReady {
 		if s.Kind == n.Kind && s.Namespace == n.Namespace && s.Name == n.Name {
 			return s, true
 		}
 	}
-	return api.NodeStatus{}, false
+	return kdagv1alpha1.NodeStatus{}, false
 }
 
 // parseOwner reads the kdag status of u. ok is false when u is not a kdag owner: its status has
@@ -52,7 +52,7 @@ func parseOwner(u *unstructured.Unstructured) (t *ownerTree, ok bool, err error)
 		return t, false, fmt.Errorf("%s %s: read status: %w", t.Kind, t.Name, err)
 	}
 	isOwner := t.Status.Graph != nil ||
-		(t.Status.OperatorVersion != "" && meta.FindStatusCondition(t.Status.Conditions, api.ConditionReady) != nil)
+		(t.Status.OperatorVersion != "" && meta.FindStatusCondition(t.Status.Conditions, kdagv1alpha1.ConditionReady) != nil)
 	return t, isOwner, nil
 }
 

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 func TestResolveType(t *testing.T) {
@@ -79,7 +79,7 @@ func TestLoad_NotAKdagOwner(t *testing.T) {
 
 func TestLoad_StalledOwnerWithoutGraph(t *testing.T) {
 	// A graph that could not be built has no status.graph, but the owner is kdag's.
-	stalled := owner(t, "Gitea", "bad", 1, api.Status{ObservedGeneration: 1, OperatorVersion: "dev",
+	stalled := owner(t, "Gitea", "bad", 1, kdagv1alpha1.Status{ObservedGeneration: 1, OperatorVersion: "dev",
 		Conditions: ready(metav1.ConditionFalse, "Invalid", "Gitea default/bad is invalid: spec.adminEmail is required")})
 	r, _ := newTestReader(t, &bytes.Buffer{}, stalled)
 	m, _ := resolveType(r.mapper, "gitea")
@@ -105,10 +105,10 @@ flowchart TD
 }
 
 func TestLoad_UnknownNodeKindIsAWarningNotAnError(t *testing.T) {
-	o := owner(t, "Gitea", "x", 1, api.Status{ObservedGeneration: 1, OperatorVersion: "dev",
+	o := owner(t, "Gitea", "x", 1, kdagv1alpha1.Status{ObservedGeneration: 1, OperatorVersion: "dev",
 		Conditions: ready(metav1.ConditionTrue, "Ready", "1 nodes ready"),
-		Graph: &api.GraphSummary{Total: 1, Ready: 1, Nodes: []api.GraphNode{
-			{Group: "example.com", Kind: "Thing", Namespace: "default", Name: "t", State: api.NodeReady},
+		Graph: &kdagv1alpha1.GraphSummary{Total: 1, Ready: 1, Nodes: []kdagv1alpha1.GraphNode{
+			{Group: "example.com", Kind: "Thing", Namespace: "default", Name: "t", State: kdagv1alpha1.NodeReady},
 		}}})
 	var warn bytes.Buffer
 	r, _ := newTestReader(t, &warn, o)

@@ -12,13 +12,13 @@ import (
 	fakedynamic "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 const group = "gitea.kdag.dev"
 
 // owner returns an unstructured kdag owner with the given status.
-func owner(t *testing.T, kind, name string, generation int64, st api.Status) *unstructured.Unstructured {
+func owner(t *testing.T, kind, name string, generation int64, st kdagv1alpha1.Status) *unstructured.Unstructured {
 	t.Helper()
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 	if err != nil {
@@ -35,53 +35,53 @@ func owner(t *testing.T, kind, name string, generation int64, st api.Status) *un
 }
 
 func ready(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
-	return []metav1.Condition{{Type: api.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: 1}}
+	return []metav1.Condition{{Type: kdagv1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: 1}}
 }
 
 // demoObjects is a Gitea whose PostgreSQL waits for its StatefulSet, whose Valkey is ready and
 // whose GiteaServer is blocked and not created yet.
 func demoObjects(t *testing.T) []*unstructured.Unstructured {
-	gitea := owner(t, "Gitea", "demo", 1, api.Status{
+	gitea := owner(t, "Gitea", "demo", 1, kdagv1alpha1.Status{
 		ObservedGeneration: 1, OperatorVersion: "dev",
 		Conditions: ready(metav1.ConditionFalse, "WaitingForNodes", "waiting for PostgreSQL default/demo-postgresql"),
-		Graph: &api.GraphSummary{
+		Graph: &kdagv1alpha1.GraphSummary{
 			Total: 4, Ready: 2, Waiting: 1, Blocked: 1,
-			NotReady: []api.NodeStatus{
-				{Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: api.NodeWaiting,
+			NotReady: []kdagv1alpha1.NodeStatus{
+				{Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeWaiting,
 					Message: "waiting for StatefulSet default/demo-postgresql:\nAvailable: 0 of 1 replicas ready"},
-				{Kind: "GiteaServer", Namespace: "default", Name: "demo", State: api.NodeBlocked,
+				{Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeBlocked,
 					Message: "waiting for PostgreSQL default/demo-postgresql"},
 			},
-			Nodes: []api.GraphNode{
-				{Kind: "Secret", Namespace: "default", Name: "demo-admin", State: api.NodeReady},
-				{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: api.NodeWaiting},
-				{Group: group, Kind: "Valkey", Namespace: "default", Name: "demo-valkey", State: api.NodeReady},
-				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: api.NodeBlocked, Blockers: []int32{0, 1, 2}},
+			Nodes: []kdagv1alpha1.GraphNode{
+				{Kind: "Secret", Namespace: "default", Name: "demo-admin", State: kdagv1alpha1.NodeReady},
+				{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeWaiting},
+				{Group: group, Kind: "Valkey", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady},
+				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeBlocked, Blockers: []int32{0, 1, 2}},
 			},
 		},
 	})
-	pg := owner(t, "PostgreSQL", "demo-postgresql", 1, api.Status{
+	pg := owner(t, "PostgreSQL", "demo-postgresql", 1, kdagv1alpha1.Status{
 		ObservedGeneration: 1, OperatorVersion: "dev",
 		Conditions: ready(metav1.ConditionFalse, "WaitingForNodes", "waiting for StatefulSet default/demo-postgresql"),
-		Graph: &api.GraphSummary{
+		Graph: &kdagv1alpha1.GraphSummary{
 			Total: 3, Ready: 2, Waiting: 1,
-			NotReady: []api.NodeStatus{{Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql",
-				State: api.NodeWaiting, Message: "Available: 0 of 1 replicas ready"}},
-			Nodes: []api.GraphNode{
-				{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: api.NodeReady},
-				{Kind: "Service", Namespace: "default", Name: "demo-postgresql", State: api.NodeReady},
-				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: api.NodeWaiting, Blockers: []int32{0, 1}},
+			NotReady: []kdagv1alpha1.NodeStatus{{Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql",
+				State: kdagv1alpha1.NodeWaiting, Message: "Available: 0 of 1 replicas ready"}},
+			Nodes: []kdagv1alpha1.GraphNode{
+				{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: kdagv1alpha1.NodeReady},
+				{Kind: "Service", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0, 1}},
 			},
 		},
 	})
-	vk := owner(t, "Valkey", "demo-valkey", 1, api.Status{
+	vk := owner(t, "Valkey", "demo-valkey", 1, kdagv1alpha1.Status{
 		ObservedGeneration: 1, OperatorVersion: "dev",
 		Conditions: ready(metav1.ConditionTrue, "Ready", "2 nodes ready"),
-		Graph: &api.GraphSummary{
+		Graph: &kdagv1alpha1.GraphSummary{
 			Total: 2, Ready: 2,
-			Nodes: []api.GraphNode{
-				{Kind: "ConfigMap", Namespace: "default", Name: "demo-valkey", State: api.NodeReady},
-				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-valkey", State: api.NodeReady, Blockers: []int32{0}},
+			Nodes: []kdagv1alpha1.GraphNode{
+				{Kind: "ConfigMap", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady, Blockers: []int32{0}},
 			},
 		},
 	})

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // row is one line of the tree output.
@@ -42,7 +42,7 @@ func writeTree(w io.Writer, t *ownerTree) error {
 // treeRows returns the owner's row and its nodes' rows.
 func treeRows(t *ownerTree) []row {
 	ready, state, msg := metav1.ConditionUnknown, "", "not reconciled yet"
-	if c := meta.FindStatusCondition(t.Status.Conditions, api.ConditionReady); c != nil {
+	if c := meta.FindStatusCondition(t.Status.Conditions, kdagv1alpha1.ConditionReady); c != nil {
 		ready, state, msg = c.Status, c.Reason, c.Message
 	}
 	if t.Generation > 0 && t.Status.ObservedGeneration != t.Generation {
@@ -85,7 +85,7 @@ func nodeRows(t *ownerTree, indent string) []row {
 		}
 		items = append(items, item{r: row{
 			name:    fmt.Sprintf("... %d more nodes", g.Total-listed-shown),
-			message: fmt.Sprintf("not listed in the status (at most %d are); %s", api.MaxGraphNodes, counts(g)),
+			message: fmt.Sprintf("not listed in the status (at most %d are); %s", kdagv1alpha1.MaxGraphNodes, counts(g)),
 		}})
 	}
 	var rows []row
@@ -111,15 +111,15 @@ func nodeName(kind, namespace, name, ownerNamespace string) string {
 	return kind + "/" + name
 }
 
-func readyOf(s api.NodeState) string {
-	if s == api.NodeReady {
+func readyOf(s kdagv1alpha1.NodeState) string {
+	if s == kdagv1alpha1.NodeReady {
 		return string(metav1.ConditionTrue)
 	}
 	return string(metav1.ConditionFalse)
 }
 
 // counts summarises the graph's counts: "120 nodes: 118 ready, 1 waiting, 1 failed".
-func counts(g *api.GraphSummary) string {
+func counts(g *kdagv1alpha1.GraphSummary) string {
 	parts := []string{fmt.Sprintf("%d ready", g.Ready)}
 	for _, c := range []struct {
 		n    int32
@@ -137,33 +137,33 @@ func oneLine(s string) string {
 }
 
 // stateColor is the fill color of a node state, in the palette of pkg/graph's renderings.
-func stateColor(s api.NodeState) string {
+func stateColor(s kdagv1alpha1.NodeState) string {
 	switch s {
-	case api.NodeReady:
+	case kdagv1alpha1.NodeReady:
 		return "#b7e1b0"
-	case api.NodeWaiting:
+	case kdagv1alpha1.NodeWaiting:
 		return "#b9d7f0"
-	case api.NodeFailed:
+	case kdagv1alpha1.NodeFailed:
 		return "#f4a6a6"
-	case api.NodeBlocked:
+	case kdagv1alpha1.NodeBlocked:
 		return "#d9d9d9"
-	case api.NodeCanceled:
+	case kdagv1alpha1.NodeCanceled:
 		return "#f6e3a1"
 	default:
 		return "#ffffff"
 	}
 }
 
-var nodeStates = []api.NodeState{api.NodeReady, api.NodeWaiting, api.NodeFailed, api.NodeBlocked, api.NodeCanceled}
+var nodeStates = []kdagv1alpha1.NodeState{kdagv1alpha1.NodeReady, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled}
 
 // drawable returns the owner's listed nodes, or an error when the status does not list them all.
-func drawable(t *ownerTree) ([]api.GraphNode, error) {
+func drawable(t *ownerTree) ([]kdagv1alpha1.GraphNode, error) {
 	g := t.Status.Graph
 	if g == nil {
 		return nil, nil
 	}
 	if int32(len(g.Nodes)) != g.Total {
-		why := fmt.Sprintf("more than the %d its status lists", api.MaxGraphNodes)
+		why := fmt.Sprintf("more than the %d its status lists", kdagv1alpha1.MaxGraphNodes)
 		if !g.Truncated {
 			why = "and its status does not list them (an operator built before kdag published nodes)"
 		}
@@ -217,7 +217,7 @@ func writeDOT(w io.Writer, t *ownerTree) error {
 
 // writeEdges writes one line per edge, by dependent in graph order, then by blocker in the
 // order the node declared them. Indices out of range (a corrupt status) are skipped.
-func writeEdges(b *bytes.Buffer, nodes []api.GraphNode, format string) {
+func writeEdges(b *bytes.Buffer, nodes []kdagv1alpha1.GraphNode, format string) {
 	for i, n := range nodes {
 		for _, bl := range n.Blockers {
 			if bl >= 0 && int(bl) < len(nodes) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // demoTree loads the demo Gitea from the fake cluster, expanded depth levels.
@@ -73,13 +73,13 @@ Gitea/demo                    False  WaitingForNodes  waiting for PostgreSQL def
 }
 
 func TestWriteTree_LastNodeExpandedAndOtherNamespace(t *testing.T) {
-	tr := &ownerTree{Kind: "App", Namespace: "a", Name: "x", Generation: 3, Status: api.Status{ObservedGeneration: 2,
-		Graph: &api.GraphSummary{Total: 2, Ready: 2, Nodes: []api.GraphNode{
-			{Kind: "ClusterRole", Name: "x", State: api.NodeReady},
-			{Group: "example.com", Kind: "Db", Namespace: "b", Name: "x-db", State: api.NodeReady},
+	tr := &ownerTree{Kind: "App", Namespace: "a", Name: "x", Generation: 3, Status: kdagv1alpha1.Status{ObservedGeneration: 2,
+		Graph: &kdagv1alpha1.GraphSummary{Total: 2, Ready: 2, Nodes: []kdagv1alpha1.GraphNode{
+			{Kind: "ClusterRole", Name: "x", State: kdagv1alpha1.NodeReady},
+			{Group: "example.com", Kind: "Db", Namespace: "b", Name: "x-db", State: kdagv1alpha1.NodeReady},
 		}}},
-		Children: map[int]*ownerTree{1: {Kind: "Db", Namespace: "b", Name: "x-db", Status: api.Status{
-			Graph: &api.GraphSummary{Total: 1, Ready: 1, Nodes: []api.GraphNode{{Kind: "Secret", Namespace: "b", Name: "x-db", State: api.NodeReady}}},
+		Children: map[int]*ownerTree{1: {Kind: "Db", Namespace: "b", Name: "x-db", Status: kdagv1alpha1.Status{
+			Graph: &kdagv1alpha1.GraphSummary{Total: 1, Ready: 1, Nodes: []kdagv1alpha1.GraphNode{{Kind: "Secret", Namespace: "b", Name: "x-db", State: kdagv1alpha1.NodeReady}}},
 		}}},
 	}
 	checkOutput(t, "tree", render(t, tr, "tree"), `
@@ -92,10 +92,10 @@ App/x                    Unknown         not reconciled yet (status of generatio
 }
 
 func TestWriteTree_TruncatedGraphShowsNotReadyAndCounts(t *testing.T) {
-	tr := &ownerTree{Kind: "App", Namespace: "a", Name: "big", Status: api.Status{
-		Graph: &api.GraphSummary{Total: 150, Ready: 148, Failed: 1, Waiting: 1, Truncated: true, NotReady: []api.NodeStatus{
-			{Kind: "Job", Namespace: "a", Name: "migrate", State: api.NodeFailed, Message: "BackoffLimitExceeded"},
-			{Kind: "Deployment", Namespace: "a", Name: "web", State: api.NodeWaiting, Message: "0 of 2 replicas"},
+	tr := &ownerTree{Kind: "App", Namespace: "a", Name: "big", Status: kdagv1alpha1.Status{
+		Graph: &kdagv1alpha1.GraphSummary{Total: 150, Ready: 148, Failed: 1, Waiting: 1, Truncated: true, NotReady: []kdagv1alpha1.NodeStatus{
+			{Kind: "Job", Namespace: "a", Name: "migrate", State: kdagv1alpha1.NodeFailed, Message: "BackoffLimitExceeded"},
+			{Kind: "Deployment", Namespace: "a", Name: "web", State: kdagv1alpha1.NodeWaiting, Message: "0 of 2 replicas"},
 		}}}}
 	checkOutput(t, "tree", render(t, tr, "tree"), `
 NAME                  READY    STATE    MESSAGE
@@ -151,8 +151,8 @@ digraph {
 }
 
 func TestWriteMermaidAndDOT_Escape(t *testing.T) {
-	tr := &ownerTree{Kind: "App", Name: `a"b`, Status: api.Status{Graph: &api.GraphSummary{Total: 1, Nodes: []api.GraphNode{
-		{Kind: "ConfigMap", Name: `x<&#>"y`, State: api.NodeFailed, Blockers: []int32{7}}, // out of range: no edge
+	tr := &ownerTree{Kind: "App", Name: `a"b`, Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 1, Nodes: []kdagv1alpha1.GraphNode{
+		{Kind: "ConfigMap", Name: `x<&#>"y`, State: kdagv1alpha1.NodeFailed, Blockers: []int32{7}}, // out of range: no edge
 	}}}}
 	checkOutput(t, "mermaid", render(t, tr, "mermaid"), `
 ---
@@ -177,7 +177,7 @@ digraph {
 }
 
 func TestWriteDOT_OldOperatorWithoutNodes(t *testing.T) {
-	tr := &ownerTree{Kind: "Gitea", Name: "demo", Status: api.Status{Graph: &api.GraphSummary{Total: 3, Ready: 3}}}
+	tr := &ownerTree{Kind: "Gitea", Name: "demo", Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 3, Ready: 3}}}
 	err := write(&bytes.Buffer{}, tr, "dot")
 	if err == nil || !strings.Contains(err.Error(), "does not list them") {
 		t.Errorf("err = %v, want one saying the status does not list the nodes", err)

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -17,7 +17,7 @@ func TestReportStatus(t *testing.T) {
 	serverNode := func(obj *unstructured.Unstructured) []controller.NodeReport {
 		return []controller.NodeReport{{
 			ID:     controller.NodeID{Group: giteav1alpha1.GroupVersion.Group, Kind: giteav1alpha1.GiteaServerKind, Namespace: "default", Name: "demo"},
-			State:  api.NodeWaiting,
+			State:  kdagv1alpha1.NodeWaiting,
 			Object: obj,
 		}}
 	}

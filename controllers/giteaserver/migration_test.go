@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -64,12 +64,12 @@ func TestAddResources_MigrationsNeverOverlapNorRepeat(t *testing.T) {
 // TestReportStatus_MigrationFollowsTheGraph: while an earlier migration runs, the status reports
 // it; a success recorded for this version stays when its Job is gone.
 func TestReportStatus_MigrationFollowsTheGraph(t *testing.T) {
-	oldNode := func(state api.NodeState) controller.NodeReport {
+	oldNode := func(state kdagv1alpha1.NodeState) controller.NodeReport {
 		n := migrationJobNode(t, state, true) // a Job that exists
 		n.ID.Name = "demo-migrate-1-27-3"
 		return *n
 	}
-	curNode := func(state api.NodeState) controller.NodeReport {
+	curNode := func(state kdagv1alpha1.NodeState) controller.NodeReport {
 		return controller.NodeReport{ID: controller.NodeID{Group: "batch", Kind: "Job", Namespace: "default", Name: "demo-migrate-1-27-4"}, State: state}
 	}
 	for _, tc := range []struct {
@@ -80,11 +80,11 @@ func TestReportStatus_MigrationFollowsTheGraph(t *testing.T) {
 		wantState   giteav1alpha1.MigrationState
 	}{
 		{"the earlier migration still runs", upgrading("1.27.3", giteav1alpha1.MigrationRunning),
-			[]controller.NodeReport{oldNode(api.NodeWaiting), curNode(api.NodeBlocked)}, "1.27.3", giteav1alpha1.MigrationRunning},
+			[]controller.NodeReport{oldNode(kdagv1alpha1.NodeWaiting), curNode(kdagv1alpha1.NodeBlocked)}, "1.27.3", giteav1alpha1.MigrationRunning},
 		{"the earlier migration finished: the new one is pending", upgrading("1.27.3", giteav1alpha1.MigrationRunning),
-			[]controller.NodeReport{oldNode(api.NodeReady), curNode(api.NodeBlocked)}, "1.27.4", giteav1alpha1.MigrationPending},
+			[]controller.NodeReport{oldNode(kdagv1alpha1.NodeReady), curNode(kdagv1alpha1.NodeBlocked)}, "1.27.4", giteav1alpha1.MigrationPending},
 		{"success recorded, Job gone", upgrading("1.27.4", giteav1alpha1.MigrationSucceeded),
-			[]controller.NodeReport{curNode(api.NodeReady)}, "1.27.4", giteav1alpha1.MigrationSucceeded},
+			[]controller.NodeReport{curNode(kdagv1alpha1.NodeReady)}, "1.27.4", giteav1alpha1.MigrationSucceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := ResourceManager{}.ReportStatus(t.Context(), tc.server, controller.Report{Nodes: tc.nodes})

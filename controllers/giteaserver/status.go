@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -33,7 +33,7 @@ func (ResourceManager) ReportStatus(_ context.Context, owner client.Object, repo
 	}
 	prev := s.Status.Migration
 	if prev != nil && prev.Version != s.Spec.Version && migrating(prev.State) {
-		if old := report.Node("Job", MigrationJobName(s.Name, prev.Version)); old != nil && old.State != api.NodeReady {
+		if old := report.Node("Job", MigrationJobName(s.Name, prev.Version)); old != nil && old.State != kdagv1alpha1.NodeReady {
 			out.Migration = migrationStatus(prev.Version, old)
 			return out, nil
 		}
@@ -62,9 +62,9 @@ func migrationStatus(version string, node *controller.NodeReport) *giteav1alpha1
 	deadline := metav1.NewTime(start.Add(time.Duration(ptrOr(job.Spec.ActiveDeadlineSeconds)) * time.Second))
 	st.StartedAt, st.Deadline = &start, &deadline
 	switch node.State {
-	case api.NodeReady:
+	case kdagv1alpha1.NodeReady:
 		st.State = giteav1alpha1.MigrationSucceeded
-	case api.NodeFailed:
+	case kdagv1alpha1.NodeFailed:
 		st.State, st.Message = giteav1alpha1.MigrationFailed,
 			"the migration Job failed: read its logs, fix the cause, then delete Job "+job.Name+" to run it again"
 		for _, c := range job.Status.Conditions {

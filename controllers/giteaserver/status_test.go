@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -21,7 +21,7 @@ var created = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // migrationJobNode is the report of the migration Job node of version 1.27.4 in state, its Job
 // created at created with a 10m deadline and the given conditions; job false means no object.
-func migrationJobNode(t *testing.T, state api.NodeState, job bool, conditions ...batchv1.JobCondition) *controller.NodeReport {
+func migrationJobNode(t *testing.T, state kdagv1alpha1.NodeState, job bool, conditions ...batchv1.JobCondition) *controller.NodeReport {
 	t.Helper()
 	n := &controller.NodeReport{
 		ID:    controller.NodeID{Group: "batch", Kind: "Job", Namespace: "default", Name: "demo-migrate-1-27-4"},
@@ -56,14 +56,14 @@ func TestMigrationStatus(t *testing.T) {
 		wantMessage string // substring; "" means no message
 	}{
 		{name: "no node", node: nil, want: giteav1alpha1.MigrationPending},
-		{name: "blocked: the Job is not created", node: migrationJobNode(t, api.NodeBlocked, false), want: giteav1alpha1.MigrationPending},
-		{name: "waiting for the Job", node: migrationJobNode(t, api.NodeWaiting, true), want: giteav1alpha1.MigrationRunning, wantTimes: true},
-		{name: "Job complete", node: migrationJobNode(t, api.NodeReady, true,
+		{name: "blocked: the Job is not created", node: migrationJobNode(t, kdagv1alpha1.NodeBlocked, false), want: giteav1alpha1.MigrationPending},
+		{name: "waiting for the Job", node: migrationJobNode(t, kdagv1alpha1.NodeWaiting, true), want: giteav1alpha1.MigrationRunning, wantTimes: true},
+		{name: "Job complete", node: migrationJobNode(t, kdagv1alpha1.NodeReady, true,
 			batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}),
 			want: giteav1alpha1.MigrationSucceeded, wantTimes: true},
-		{name: "Job failed", node: migrationJobNode(t, api.NodeFailed, true, failed(batchv1.JobReasonBackoffLimitExceeded)),
+		{name: "Job failed", node: migrationJobNode(t, kdagv1alpha1.NodeFailed, true, failed(batchv1.JobReasonBackoffLimitExceeded)),
 			want: giteav1alpha1.MigrationFailed, wantTimes: true, wantMessage: "delete Job demo-migrate-1-27-4 to run it again"},
-		{name: "Job past its deadline", node: migrationJobNode(t, api.NodeFailed, true, failed(batchv1.JobReasonDeadlineExceeded)),
+		{name: "Job past its deadline", node: migrationJobNode(t, kdagv1alpha1.NodeFailed, true, failed(batchv1.JobReasonDeadlineExceeded)),
 			want: giteav1alpha1.MigrationTimedOut, wantTimes: true, wantMessage: "raise it, then delete Job demo-migrate-1-27-4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,20 +105,20 @@ func TestReportStatus(t *testing.T) {
 			// An upgrade from 1.27.3: the migration runs, the status keeps the old version.
 			name:        "upgrade in progress",
 			server:      defaulted(func(s *giteav1alpha1.GiteaServer) { s.Spec.Version = "1.27.4" }),
-			report:      controller.Report{Nodes: []controller.NodeReport{*migrationJobNode(t, api.NodeWaiting, true)}},
+			report:      controller.Report{Nodes: []controller.NodeReport{*migrationJobNode(t, kdagv1alpha1.NodeWaiting, true)}},
 			wantVersion: "1.27.3", wantURL: "http://demo-http.default.svc:3000/", wantState: giteav1alpha1.MigrationRunning,
 		},
 		{
 			name:        "upgrade done",
 			server:      defaulted(func(s *giteav1alpha1.GiteaServer) { s.Spec.Version = "1.27.4" }),
-			report:      controller.Report{Ready: true, Nodes: []controller.NodeReport{*migrationJobNode(t, api.NodeReady, true)}},
+			report:      controller.Report{Ready: true, Nodes: []controller.NodeReport{*migrationJobNode(t, kdagv1alpha1.NodeReady, true)}},
 			wantVersion: "1.27.4", wantURL: "http://demo-http.default.svc:3000/", wantState: giteav1alpha1.MigrationSucceeded,
 		},
 		{
 			// The report's Job is the previous version's: this version's Job is not in it yet.
 			name:        "only another version's Job",
 			server:      defaulted(func(s *giteav1alpha1.GiteaServer) { s.Spec.Version = "1.28.0"; withIngressAndAdmin(s) }),
-			report:      controller.Report{Nodes: []controller.NodeReport{*migrationJobNode(t, api.NodeReady, true)}},
+			report:      controller.Report{Nodes: []controller.NodeReport{*migrationJobNode(t, kdagv1alpha1.NodeReady, true)}},
 			wantVersion: "1.27.3", wantURL: "https://git.example.com/", wantState: giteav1alpha1.MigrationPending,
 		},
 	} {

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -47,7 +47,7 @@ func TestAdoption_ForeignObjectRefusedAndFailureIsolated(t *testing.T) {
 	}
 
 	cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
-	if !maps.Equal(cm.Data, foreignData) || cm.Labels[LabelOwnerUID] != "" {
+	if !maps.Equal(cm.Data, foreignData) || cm.Labels[kdagv1alpha1.LabelOwnerUID] != "" {
 		t.Errorf("foreign ConfigMap was changed: data %v labels %v", cm.Data, cm.Labels)
 	}
 	if !f.notFound(&appsv1.Deployment{}, "app") {
@@ -57,20 +57,20 @@ func TestAdoption_ForeignObjectRefusedAndFailureIsolated(t *testing.T) {
 	f.get(&corev1.Secret{}, "app-secret") // independent branch finished
 
 	st := f.status("app")
-	ready := condition(st, api.ConditionReady)
+	ready := condition(st, kdagv1alpha1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready condition %+v, want False", ready)
 	}
-	if !strings.Contains(ready.Message, cmID) || !strings.Contains(ready.Message, AnnotationAdopt+"=Widget/app") {
+	if !strings.Contains(ready.Message, cmID) || !strings.Contains(ready.Message, kdagv1alpha1.AnnotationAdopt+"=Widget/app") {
 		t.Errorf("Ready message %q, want it to name %s and the adoption annotation", ready.Message, cmID)
 	}
-	if rec := condition(st, api.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
+	if rec := condition(st, kdagv1alpha1.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
 		t.Errorf("Reconciling condition %+v, want True (the conflict is retried)", rec)
 	}
-	if stalled := condition(st, api.ConditionStalled); stalled != nil {
+	if stalled := condition(st, kdagv1alpha1.ConditionStalled); stalled != nil {
 		t.Errorf("Stalled condition %+v, want none for a retried conflict", stalled)
 	}
-	f.waitEvent("app", corev1.EventTypeWarning, ReasonNodeFailed)
+	f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonNodeFailed)
 
 	// Retrying changes nothing while the object is there.
 	f.settle("app")
@@ -94,17 +94,17 @@ func TestStatus_GraphSummaryOfFailedAndBlockedNodes(t *testing.T) {
 	}
 	type entry struct {
 		kind, ns, name string
-		state          api.NodeState
+		state          kdagv1alpha1.NodeState
 	}
 	var got []entry
 	for _, n := range g.NotReady {
 		got = append(got, entry{n.Kind, n.Namespace, n.Name, n.State})
 	}
-	want := []entry{{"ConfigMap", f.ns, "app-config", api.NodeFailed}, {"Deployment", f.ns, "app", api.NodeBlocked}}
+	want := []entry{{"ConfigMap", f.ns, "app-config", kdagv1alpha1.NodeFailed}, {"Deployment", f.ns, "app", kdagv1alpha1.NodeBlocked}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("status.graph.notReady %+v, want %+v", got, want)
 	}
-	if msg := g.NotReady[0].Message; !strings.Contains(msg, AnnotationAdopt) {
+	if msg := g.NotReady[0].Message; !strings.Contains(msg, kdagv1alpha1.AnnotationAdopt) {
 		t.Errorf("failed node message %q, want the adoption hint", msg)
 	}
 	if msg := g.NotReady[1].Message; !strings.Contains(msg, cmID) {
@@ -120,7 +120,7 @@ func TestAdoption_AdoptOptionTakesOver(t *testing.T) {
 
 	cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
 	w := f.get(&testapi.Widget{}, "app")
-	if cm.Labels[LabelOwnerUID] != string(w.GetUID()) || cm.Labels[LabelController] != f.c.name {
+	if cm.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.GetUID()) || cm.Labels[kdagv1alpha1.LabelController] != f.c.name {
 		t.Errorf("adopted ConfigMap labels %v, want kdag's labels for owner %s", cm.Labels, w.GetUID())
 	}
 	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != w.GetUID() {
@@ -130,7 +130,7 @@ func TestAdoption_AdoptOptionTakesOver(t *testing.T) {
 		t.Errorf("adopted ConfigMap data %v, want %v", cm.Data, want)
 	}
 	f.get(&appsv1.Deployment{}, "app")
-	if ready := condition(f.status("app"), api.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+	if ready := condition(f.status("app"), kdagv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready condition %+v, want True", ready)
 	}
 	f.waitEvent("app", corev1.EventTypeNormal, "Adopted")

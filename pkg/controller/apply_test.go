@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"maps"
 	"slices"
 	"strings"
@@ -81,8 +82,8 @@ func TestDrift_ForeignChangeIsRepaired(t *testing.T) {
 		},
 		{
 			name: "Service label removed", obj: func() client.Object { return &corev1.Service{} }, objName: "app",
-			edit:     func(o client.Object) { delete(o.(*corev1.Service).Labels, LabelManagedBy) },
-			repaired: func(o client.Object) bool { return o.GetLabels()[LabelManagedBy] == "kdag" },
+			edit:     func(o client.Object) { delete(o.(*corev1.Service).Labels, kdagv1alpha1.LabelManagedBy) },
+			repaired: func(o client.Object) bool { return o.GetLabels()[kdagv1alpha1.LabelManagedBy] == "kdag" },
 		},
 	}
 	for _, tt := range tests {
@@ -189,21 +190,21 @@ func TestChecksum_DependencyContentRollsPodTemplate(t *testing.T) {
 			f := newFixture(t, widgetRM{readyDeployment: true})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "v"}})
 			f.settle("app")
-			before := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment).Spec.Template.Annotations[AnnotationDependenciesHash]
+			before := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment).Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash]
 			if before == "" {
-				t.Fatalf("pod template has no %s annotation", AnnotationDependenciesHash)
+				t.Fatalf("pod template has no %s annotation", kdagv1alpha1.AnnotationDependenciesHash)
 			}
 
 			w := f.updateWidget("app", tt.change)
 			f.settle("app")
 
 			d := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment)
-			after := d.Spec.Template.Annotations[AnnotationDependenciesHash]
+			after := d.Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash]
 			if rolled := after != before; rolled != tt.wantRoll {
-				t.Errorf("pod template %s %s -> %s: rolled = %v, want %v", AnnotationDependenciesHash, before, after, rolled, tt.wantRoll)
+				t.Errorf("pod template %s %s -> %s: rolled = %v, want %v", kdagv1alpha1.AnnotationDependenciesHash, before, after, rolled, tt.wantRoll)
 			}
-			if got := d.Annotations[AnnotationDependenciesHash]; got != after {
-				t.Errorf("Deployment annotation %s = %s, want the pod template's %s", AnnotationDependenciesHash, got, after)
+			if got := d.Annotations[kdagv1alpha1.AnnotationDependenciesHash]; got != after {
+				t.Errorf("Deployment annotation %s = %s, want the pod template's %s", kdagv1alpha1.AnnotationDependenciesHash, got, after)
 			}
 			if got := ptr.Deref(d.Spec.Replicas, 0); got != tt.wantReplica {
 				t.Errorf("Deployment replicas = %d, want %d", got, tt.wantReplica)
@@ -223,7 +224,7 @@ func TestCreateOnly_ForeignChangeKeptAndFeedsDependents(t *testing.T) {
 	f := newFixture(t, widgetRM{readyDeployment: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "v"}})
 	f.settle("app")
-	before := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment).Spec.Template.Annotations[AnnotationDependenciesHash]
+	before := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment).Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash]
 	if generated := f.get(&corev1.Secret{}, "app-secret").(*corev1.Secret).Data["password"]; len(generated) == 0 {
 		t.Fatal("secret has no generated password")
 	}
@@ -245,8 +246,8 @@ func TestCreateOnly_ForeignChangeKeptAndFeedsDependents(t *testing.T) {
 	if got := string(f.get(&corev1.Secret{}, "app-secret").(*corev1.Secret).Data["password"]); got != "rotated-by-hand" {
 		t.Errorf("create-only secret password = %q, want the foreign value kept", got)
 	}
-	after := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment).Spec.Template.Annotations[AnnotationDependenciesHash]
+	after := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment).Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash]
 	if after == before {
-		t.Errorf("pod template %s stayed %s after the create-only secret's data changed, want a new hash", AnnotationDependenciesHash, after)
+		t.Errorf("pod template %s stayed %s after the create-only secret's data changed, want a new hash", kdagv1alpha1.AnnotationDependenciesHash, after)
 	}
 }

@@ -107,12 +107,12 @@ func RequireKeys(keys ...string) NodeOption {
 // Keep is the node's deletion policy "keep" (Helm's helm.sh/resource-policy: keep, Flux's
 // prune disabled): when the node leaves the graph or the owner is deleted, kdag orphans the
 // object instead of deleting it: it removes its labels and annotates it with
-// AnnotationAdopt, naming the owner, so that an owner of the same kind and name created later
+// kdagv1alpha1.AnnotationAdopt, naming the owner, so that an owner of the same kind and name created later
 // adopts it again (a retained volume claim comes back with its data). For data that must outlive
 // its owner. The object gets no owner reference (the garbage collector would delete it with the
 // owner, or before it, under foreground deletion): kdag's labels and field manager track it, and
 // the owner holds kdag's finalizer so that kdag can orphan it. The object carries
-// AnnotationResourcePolicy, which is what prune and teardown read; a user may set that
+// kdagv1alpha1.AnnotationResourcePolicy, which is what prune and teardown read; a user may set that
 // annotation on any object kdag applies to the same effect.
 func Keep() NodeOption { return func(s *nodeSpec) { s.keep = true } }
 

@@ -29,7 +29,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/resources/schemas"
@@ -202,7 +202,7 @@ func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 		if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = tombstone.Obj
 		}
-		if m, ok := o.(metav1.Object); ok && m.GetLabels()[LabelController] == c.name {
+		if m, ok := o.(metav1.Object); ok && m.GetLabels()[kdagv1alpha1.LabelController] == c.name {
 			c.forget(m.GetUID())
 		}
 	}})
@@ -225,8 +225,8 @@ func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
 // to the owner are left to Owns.
 func (c *Controller) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
 	lbls := obj.GetLabels()
-	uid := lbls[LabelOwnerUID]
-	if lbls[LabelController] != c.name || uid == "" {
+	uid := lbls[kdagv1alpha1.LabelOwnerUID]
+	if lbls[kdagv1alpha1.LabelController] != c.name || uid == "" {
 		return nil
 	}
 	if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == types.UID(uid) {
@@ -264,7 +264,7 @@ func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 	name := c.name
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, c.ownerIndex(), func(o client.Object) []string {
 		l := o.GetLabels()
-		if uid := l[LabelOwnerUID]; uid != "" && l[LabelController] == name {
+		if uid := l[kdagv1alpha1.LabelOwnerUID]; uid != "" && l[kdagv1alpha1.LabelController] == name {
 			return []string{uid}
 		}
 		return nil
@@ -317,7 +317,7 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 	if !owner.GetDeletionTimestamp().IsZero() {
 		return c.finalize(ctx, owner)
 	}
-	if c.teardown && !controllerutil.ContainsFinalizer(owner, Finalizer) {
+	if c.teardown && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		if err := c.addFinalizer(ctx, owner); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -347,7 +347,7 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 	}
 	// An object kdag cannot own by reference is deleted (or orphaned) by kdag when the owner
 	// goes: the finalizer must be in place before the first such object exists.
-	if !controllerutil.ContainsFinalizer(owner, Finalizer) && needsFinalizer(owner, specs) {
+	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) && needsFinalizer(owner, specs) {
 		if err := c.addFinalizer(ctx, owner); err != nil {
 			return nil, err
 		}
@@ -376,9 +376,9 @@ func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *out
 	if v, ok := c.rm.(Validator); ok {
 		if err := v.Validate(ctx, owner); err != nil {
 			if isTerminal(err) {
-				r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), ReasonInvalid
+				r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalid
 			} else {
-				r.transient, r.reason = errors.Wrapf(err, "%s %s: validate", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), ReasonValidationFailed
+				r.transient, r.reason = errors.Wrapf(err, "%s %s: validate", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonValidationFailed
 			}
 			return nil, nil
 		}
@@ -386,23 +386,23 @@ func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *out
 	b := newBuilder(owner, c.scheme, c.mapper, c.ownedKind)
 	if err := c.rm.AddResources(ctx, owner, b); err != nil {
 		if isTerminal(err) {
-			r.terminal, r.reason = err, ReasonBuildFailed
+			r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		} else {
-			r.transient, r.reason = errors.Wrap(err, "AddResources"), ReasonBuildFailed
+			r.transient, r.reason = errors.Wrap(err, "AddResources"), kdagv1alpha1.ReasonBuildFailed
 		}
 		return nil, nil
 	}
 	if err := b.err(); err != nil {
-		r.terminal, r.reason = err, ReasonBuildFailed
+		r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		return nil, nil
 	}
 	objs, err := c.watchedObjects(b.nodes)
 	if err != nil {
-		r.transient, r.reason = err, ReasonBuildFailed
+		r.transient, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		return nil, nil
 	}
 	if err := c.refs.track(ctx, client.ObjectKeyFromObject(owner), objs); err != nil {
-		r.transient, r.reason = err, ReasonBuildFailed
+		r.transient, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		return nil, nil
 	}
 	if b.nodes == nil {
@@ -447,13 +447,13 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 			var w *waitingError
 			switch {
 			case err == nil:
-				span.SetAttributes(attrOutcome.String(string(api.NodeReady)))
+				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeReady)))
 				endSpan(span, nil)
 			case errors.As(err, &w):
-				span.SetAttributes(attrOutcome.String(string(api.NodeWaiting)))
+				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
 				endSpan(span, nil)
 			default:
-				span.SetAttributes(attrOutcome.String(string(api.NodeFailed)))
+				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeFailed)))
 				endSpan(span, err)
 			}
 			return err
@@ -491,9 +491,9 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 
 func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) error {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(owner, Finalizer)
+	controllerutil.AddFinalizer(owner, kdagv1alpha1.Finalizer)
 	return errors.Wrapf(c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager)),
-		"add finalizer %s to %s %s", Finalizer, c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+		"add finalizer %s to %s %s", kdagv1alpha1.Finalizer, c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 }
 
 // forget drops what the Controller remembers about an object.

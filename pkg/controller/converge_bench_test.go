@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -93,7 +93,7 @@ func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth
 					o.Data = desired.(*corev1.Secret).Data
 				}
 				obj.SetLabels(map[string]string{
-					LabelManagedBy: "baseline", LabelController: "baseline", LabelOwnerUID: string(w.UID),
+					kdagv1alpha1.LabelManagedBy: "baseline", kdagv1alpha1.LabelController: "baseline", kdagv1alpha1.LabelOwnerUID: string(w.UID),
 				})
 				return controllerutil.SetControllerReference(w, obj, f.mgr.GetScheme())
 			})
@@ -104,7 +104,7 @@ func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth
 	}
 	w.Status.ObservedGeneration = w.Generation
 	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
-		Type: api.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, ObservedGeneration: w.Generation,
+		Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: kdagv1alpha1.ReasonReady, ObservedGeneration: w.Generation,
 	})
 	return cl.Status().Update(ctx, w)
 }
@@ -137,7 +137,7 @@ func convergeRawSSA(ctx context.Context, f *fixture, name string, width, depth i
 					return
 				}
 				u.SetNamespace(w.Namespace)
-				u.SetLabels(map[string]string{LabelManagedBy: "rawssa", LabelController: "rawssa", LabelOwnerUID: string(w.UID)})
+				u.SetLabels(map[string]string{kdagv1alpha1.LabelManagedBy: "rawssa", kdagv1alpha1.LabelController: "rawssa", kdagv1alpha1.LabelOwnerUID: string(w.UID)})
 				_ = unstructured.SetNestedSlice(u.Object, owner, "metadata", "ownerReferences")
 				unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 				errs <- cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("rawssa"), client.ForceOwnership)
@@ -283,7 +283,7 @@ func benchmarkConverge(b *testing.B, width, depth int, kdag bool) {
 		if len(writes) != nodes+1 {
 			b.Fatalf("deploy %s made %d writes, want %d (one per object) and 1 status write", name, len(writes), nodes)
 		}
-		if !meta.IsStatusConditionTrue(f.status(name).Conditions, api.ConditionReady) {
+		if !meta.IsStatusConditionTrue(f.status(name).Conditions, kdagv1alpha1.ConditionReady) {
 			b.Fatalf("owner %s is not Ready after its deploy", name)
 		}
 		f.waitOwnedCached(name, nodes)
@@ -326,7 +326,7 @@ func (f *fixture) waitOwnedCached(owner string, n int) {
 	if err := f.cached(w, owner); err != nil {
 		f.t.Fatalf("get Widget %s from the cache: %v", owner, err)
 	}
-	sel := client.MatchingLabels{LabelOwnerUID: string(w.UID)}
+	sel := client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(w.UID)}
 	eventually(f.t, fmt.Sprintf("cache holds the %d objects of %s", n, owner), func() bool {
 		var cms corev1.ConfigMapList
 		var secrets corev1.SecretList

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"maps"
 	"slices"
 	"strings"
@@ -108,7 +109,7 @@ func TestCreate_OneRequestPerNewObject(t *testing.T) {
 			}
 			if tc.foreign {
 				cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
-				if !maps.Equal(cm.Data, foreignData) || cm.Labels[LabelOwnerUID] != "" {
+				if !maps.Equal(cm.Data, foreignData) || cm.Labels[kdagv1alpha1.LabelOwnerUID] != "" {
 					t.Errorf("foreign ConfigMap was changed: data %v labels %v", cm.Data, cm.Labels)
 				}
 			}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -47,14 +47,14 @@ func TestOwnership_LabelAloneIsNotOwnership(t *testing.T) {
 
 	f.update(&appsv1.Deployment{}, "app", func(o client.Object) {
 		l := o.GetLabels()
-		delete(l, LabelOwnerUID)
+		delete(l, kdagv1alpha1.LabelOwnerUID)
 		o.SetLabels(l)
 	}, client.FieldOwner("kubectl-label"))
 	f.settle("app")
-	if d := f.get(&appsv1.Deployment{}, "app"); d.GetLabels()[LabelOwnerUID] != string(w.UID) {
+	if d := f.get(&appsv1.Deployment{}, "app"); d.GetLabels()[kdagv1alpha1.LabelOwnerUID] != string(w.UID) {
 		t.Errorf("Deployment labels %v after the label was removed, want kdag's owner-UID label back", d.GetLabels())
 	}
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions %+v, want Ready=True: the Deployment is kdag's", f.status("app").Conditions)
 	}
 	f.get(&corev1.Secret{}, "app-secret-backup") // not pruned
@@ -162,7 +162,7 @@ func TestFinished_NotRecreatedAndOrderOnlyEdgeRollsNothing(t *testing.T) {
 	if after.Generation != before.Generation {
 		t.Errorf("Deployment generation %d → %d: the finished Job's removal rolled it", before.Generation, after.Generation)
 	}
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions %+v, want Ready=True", f.status("app").Conditions)
 	}
 }
@@ -205,16 +205,16 @@ func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
 	if !f.notFound(&corev1.Secret{}, "app-key") {
 		t.Fatal("a new key was generated over existing data")
 	}
-	stalled := condition(f.status("app"), api.ConditionStalled)
-	if stalled == nil || stalled.Reason != ReasonDataKeyMissing ||
+	stalled := condition(f.status("app"), kdagv1alpha1.ConditionStalled)
+	if stalled == nil || stalled.Reason != kdagv1alpha1.ReasonDataKeyMissing ||
 		!strings.Contains(stalled.Message, "Secret "+f.ns+"/app-key") || !strings.Contains(stalled.Message, "PersistentVolumeClaim "+f.ns+"/app-data") {
-		t.Fatalf("Stalled condition %+v, want reason %s naming the key and the claim", stalled, ReasonDataKeyMissing)
+		t.Fatalf("Stalled condition %+v, want reason %s naming the key and the claim", stalled, kdagv1alpha1.ReasonDataKeyMissing)
 	}
 
 	// Restored from a backup (without kdag's labels, as a backup tool may store it), annotated
 	// for adoption: adopted with its data.
 	restored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-key",
-		Annotations: map[string]string{AnnotationAdopt: "Widget/app"}}, Data: key.Data}
+		Annotations: map[string]string{kdagv1alpha1.AnnotationAdopt: "Widget/app"}}, Data: key.Data}
 	if err := f.cl.Create(context.Background(), restored); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
 	if got := f.get(&corev1.Secret{}, "app-key").(*corev1.Secret); string(got.Data["k"]) != "generated" || got.UID != restored.UID {
 		t.Error("the restored key was replaced")
 	}
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions %+v after the key was restored, want Ready=True", f.status("app").Conditions)
 	}
 
@@ -291,7 +291,7 @@ func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 	if err := f.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "app-remote"}, &corev1.ConfigMap{}); err == nil {
 		t.Error("the owner's ConfigMap in another namespace survived it")
 	}
-	if w := f.get(&testapi.Widget{}, "app"); controllerutil.ContainsFinalizer(w, Finalizer) {
+	if w := f.get(&testapi.Widget{}, "app"); controllerutil.ContainsFinalizer(w, kdagv1alpha1.Finalizer) {
 		t.Error("the owner keeps kdag's finalizer in a namespace being deleted: the namespace cannot go")
 	}
 }

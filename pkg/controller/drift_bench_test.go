@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -45,10 +45,10 @@ func BenchmarkDriftRepair(b *testing.B) {
 		name := "d" + strconv.Itoa(iterations)
 		iterations++
 		f.widget(name, testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"k": "v"}})
-		var st api.Status
+		var st kdagv1alpha1.Status
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 			st = f.status(name)
-			return st.ObservedGeneration > 0 && meta.IsStatusConditionTrue(st.Conditions, api.ConditionReady), nil
+			return st.ObservedGeneration > 0 && meta.IsStatusConditionTrue(st.Conditions, kdagv1alpha1.ConditionReady), nil
 		})
 		if err != nil {
 			b.Fatalf("Widget %s not Ready within 20 s; status %+v", name, st)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"slices"
 	"strings"
 	"testing"
@@ -147,8 +148,8 @@ func TestDrift_ListFieldRemovedWhileDownIsRepaired(t *testing.T) {
 		},
 		{
 			name: "label removed", obj: func() client.Object { return &corev1.ConfigMap{} }, objName: "app-config",
-			edit:     func(o client.Object) { delete(o.GetLabels(), LabelManagedBy) },
-			repaired: func(o client.Object) bool { return o.GetLabels()[LabelManagedBy] == "kdag" },
+			edit:     func(o client.Object) { delete(o.GetLabels(), kdagv1alpha1.LabelManagedBy) },
+			repaired: func(o client.Object) bool { return o.GetLabels()[kdagv1alpha1.LabelManagedBy] == "kdag" },
 			path:     `.metadata.labels["app.kubernetes.io/managed-by"]`,
 		},
 	}

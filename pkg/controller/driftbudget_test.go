@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -174,14 +174,14 @@ func TestDrift_FightIsBounded(t *testing.T) {
 			}
 			cmID := "ConfigMap " + f.ns + "/app-config"
 			st := f.status("app")
-			for _, typ := range []string{api.ConditionReady, api.ConditionReconciling} {
+			for _, typ := range []string{kdagv1alpha1.ConditionReady, kdagv1alpha1.ConditionReconciling} {
 				c := condition(st, typ)
 				want := metav1.ConditionFalse
-				if typ == api.ConditionReconciling {
+				if typ == kdagv1alpha1.ConditionReconciling {
 					want = metav1.ConditionTrue
 				}
-				if c == nil || c.Status != want || c.Reason != ReasonDriftConflict {
-					t.Fatalf("%s condition %+v, want %s with reason %s", typ, c, want, ReasonDriftConflict)
+				if c == nil || c.Status != want || c.Reason != kdagv1alpha1.ReasonDriftConflict {
+					t.Fatalf("%s condition %+v, want %s with reason %s", typ, c, want, kdagv1alpha1.ReasonDriftConflict)
 				}
 				for _, part := range []string{cmID, `"rogue-sync"`, ".data.k", f.c.opts.FieldManager} {
 					if !strings.Contains(c.Message, part) {
@@ -189,11 +189,11 @@ func TestDrift_FightIsBounded(t *testing.T) {
 					}
 				}
 			}
-			e := f.waitEvent("app", corev1.EventTypeWarning, ReasonDriftConflict)
+			e := f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonDriftConflict)
 			if !strings.Contains(e.Note, cmID) || !strings.Contains(e.Note, `"rogue-sync"`) || !strings.Contains(e.Note, "next repair attempt in") {
 				t.Errorf("DriftConflict event %q, want it to name %s, the other manager and the pause", e.Note, cmID)
 			}
-			if n := len(f.events(ReasonDriftConflict)); n != 1 {
+			if n := len(f.events(kdagv1alpha1.ReasonDriftConflict)); n != 1 {
 				t.Errorf("%d DriftConflict events, want 1 (one per pause)", n)
 			}
 		})

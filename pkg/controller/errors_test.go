@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -39,20 +39,20 @@ func TestValidate_InvalidOwnerIsStalledUntilFixed(t *testing.T) {
 		t.Errorf("reconcile error %q does not carry the validation message", err)
 	}
 	st := f.status("app")
-	stalled, ready := condition(st, api.ConditionStalled), condition(st, api.ConditionReady)
-	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonInvalid || !strings.Contains(stalled.Message, want) {
-		t.Errorf("Stalled condition %+v, want True, reason %s, message with %q", stalled, ReasonInvalid, want)
+	stalled, ready := condition(st, kdagv1alpha1.ConditionStalled), condition(st, kdagv1alpha1.ConditionReady)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != kdagv1alpha1.ReasonInvalid || !strings.Contains(stalled.Message, want) {
+		t.Errorf("Stalled condition %+v, want True, reason %s, message with %q", stalled, kdagv1alpha1.ReasonInvalid, want)
 	}
 	if ready == nil || ready.Status != metav1.ConditionFalse {
 		t.Errorf("Ready condition %+v, want False", ready)
 	}
-	if rec := condition(st, api.ConditionReconciling); rec != nil {
+	if rec := condition(st, kdagv1alpha1.ConditionReconciling); rec != nil {
 		t.Errorf("Reconciling condition %+v, want none while stalled", rec)
 	}
 	if !f.notFound(&corev1.ConfigMap{}, "app-config") {
 		t.Errorf("ConfigMap created for an invalid owner")
 	}
-	ev := f.waitEvent("app", corev1.EventTypeWarning, ReasonInvalid)
+	ev := f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonInvalid)
 	if !strings.Contains(ev.Note, want) {
 		t.Errorf("Warning event note %q does not carry the validation message", ev.Note)
 	}
@@ -61,7 +61,7 @@ func TestValidate_InvalidOwnerIsStalledUntilFixed(t *testing.T) {
 	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.MaxReplicas = 2 })
 	f.settle("app")
 	st = f.status("app")
-	if condition(st, api.ConditionStalled) != nil || !isTrue(st, api.ConditionReady) {
+	if condition(st, kdagv1alpha1.ConditionStalled) != nil || !isTrue(st, kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions after fixing the spec %+v, want Ready=True and no Stalled", st.Conditions)
 	}
 }
@@ -102,9 +102,9 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 				t.Fatalf("reconcile: err = %v, want a terminal error", err)
 			}
 			st := f.status("app")
-			stalled := condition(st, api.ConditionStalled)
-			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonObjectInvalid {
-				t.Fatalf("Stalled condition %+v, want True with reason %s", stalled, ReasonObjectInvalid)
+			stalled := condition(st, kdagv1alpha1.ConditionStalled)
+			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != kdagv1alpha1.ReasonObjectInvalid {
+				t.Fatalf("Stalled condition %+v, want True with reason %s", stalled, kdagv1alpha1.ReasonObjectInvalid)
 			}
 			if !strings.Contains(stalled.Message, f.ns+"/"+tt.failed) {
 				t.Errorf("Stalled message %q does not name the rejected object", stalled.Message)
@@ -112,11 +112,11 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 			if !strings.Contains(stalled.Message, "change the owner's spec") {
 				t.Errorf("Stalled message %q does not say what to do", stalled.Message)
 			}
-			if isTrue(st, api.ConditionReady) {
+			if isTrue(st, kdagv1alpha1.ConditionReady) {
 				t.Errorf("Ready=True with a rejected node")
 			}
 			f.get(&corev1.ConfigMap{}, "good") // the valid node is applied regardless
-			f.waitEvent("app", corev1.EventTypeWarning, ReasonObjectInvalid)
+			f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonObjectInvalid)
 		})
 	}
 }
@@ -164,17 +164,17 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 				t.Errorf("reconcile error %q does not name the failed node", err)
 			}
 			st := f.status("app")
-			rec := condition(st, api.ConditionReconciling)
-			if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != ReasonNodeFailed {
-				t.Errorf("Reconciling condition %+v, want True with reason %s", rec, ReasonNodeFailed)
+			rec := condition(st, kdagv1alpha1.ConditionReconciling)
+			if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != kdagv1alpha1.ReasonNodeFailed {
+				t.Errorf("Reconciling condition %+v, want True with reason %s", rec, kdagv1alpha1.ReasonNodeFailed)
 			}
-			if condition(st, api.ConditionStalled) != nil || isTrue(st, api.ConditionReady) {
+			if condition(st, kdagv1alpha1.ConditionStalled) != nil || isTrue(st, kdagv1alpha1.ConditionReady) {
 				t.Errorf("conditions %+v, want neither Stalled nor Ready=True", st.Conditions)
 			}
 
 			f.settle("app")
 			st = f.status("app")
-			if !isTrue(st, api.ConditionReady) || condition(st, api.ConditionReconciling) != nil {
+			if !isTrue(st, kdagv1alpha1.ConditionReady) || condition(st, kdagv1alpha1.ConditionReconciling) != nil {
 				t.Errorf("conditions after the fault is gone %+v, want Ready=True and no Reconciling", st.Conditions)
 			}
 		})
@@ -236,9 +236,9 @@ func TestBuild_MistakesAreTerminal(t *testing.T) {
 			if !isTerminalErr(err) {
 				t.Fatalf("reconcile: err = %v, want a terminal error", err)
 			}
-			stalled := condition(f.status("app"), api.ConditionStalled)
-			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonBuildFailed {
-				t.Fatalf("Stalled condition %+v, want True with reason %s", stalled, ReasonBuildFailed)
+			stalled := condition(f.status("app"), kdagv1alpha1.ConditionStalled)
+			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != kdagv1alpha1.ReasonBuildFailed {
+				t.Fatalf("Stalled condition %+v, want True with reason %s", stalled, kdagv1alpha1.ReasonBuildFailed)
 			}
 			if !strings.Contains(stalled.Message, tt.want) {
 				t.Errorf("Stalled message %q does not contain %q", stalled.Message, tt.want)
@@ -268,8 +268,8 @@ func TestBuild_AddResourcesErrorKinds(t *testing.T) {
 				t.Fatalf("reconcile: err = %v, want terminal = %v", err, tt.wantTerminal)
 			}
 			st := f.status("app")
-			stalled := condition(st, api.ConditionStalled)
-			rec := condition(st, api.ConditionReconciling)
+			stalled := condition(st, kdagv1alpha1.ConditionStalled)
+			rec := condition(st, kdagv1alpha1.ConditionReconciling)
 			if tt.wantTerminal && (stalled == nil || stalled.Status != metav1.ConditionTrue) {
 				t.Errorf("Stalled condition %+v, want True", stalled)
 			}
@@ -280,7 +280,7 @@ func TestBuild_AddResourcesErrorKinds(t *testing.T) {
 	}
 }
 
-func isTrue(st api.Status, typ string) bool {
+func isTrue(st kdagv1alpha1.Status, typ string) bool {
 	c := condition(st, typ)
 	return c != nil && c.Status == metav1.ConditionTrue
 }

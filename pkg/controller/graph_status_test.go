@@ -8,7 +8,7 @@ import (
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -54,12 +54,12 @@ func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
 	r := testOutcome(specs, states)
 
 	g := r.graphSummary()
-	want := []api.GraphNode{
-		{Kind: "Secret", Namespace: "ns", Name: "s0", State: api.NodeReady},
-		{Kind: "Service", Namespace: "ns", Name: "svc1", State: api.NodeReady},
-		{Group: "gitea.kdag.dev", Kind: "PostgreSQL", Namespace: "ns", Name: "db2", State: api.NodeWaiting, Blockers: []int32{0}},
-		{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "app3", State: api.NodeBlocked, Blockers: []int32{2, 1}},
-		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: "crb4", State: api.NodeBlocked, Blockers: []int32{3}},
+	want := []kdagv1alpha1.GraphNode{
+		{Kind: "Secret", Namespace: "ns", Name: "s0", State: kdagv1alpha1.NodeReady},
+		{Kind: "Service", Namespace: "ns", Name: "svc1", State: kdagv1alpha1.NodeReady},
+		{Group: "gitea.kdag.dev", Kind: "PostgreSQL", Namespace: "ns", Name: "db2", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0}},
+		{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "app3", State: kdagv1alpha1.NodeBlocked, Blockers: []int32{2, 1}},
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: "crb4", State: kdagv1alpha1.NodeBlocked, Blockers: []int32{3}},
 	}
 	if !reflect.DeepEqual(g.Nodes, want) {
 		t.Errorf("nodes:\n got %+v\nwant %+v", g.Nodes, want)
@@ -116,21 +116,21 @@ func TestGraphSummary_CapsNodes(t *testing.T) {
 		return testOutcome(specs, states)
 	}
 
-	g := build(api.MaxGraphNodes).graphSummary()
-	if g.Truncated || len(g.Nodes) != api.MaxGraphNodes {
-		t.Fatalf("%d nodes: truncated %v, %d listed; want all listed", api.MaxGraphNodes, g.Truncated, len(g.Nodes))
+	g := build(kdagv1alpha1.MaxGraphNodes).graphSummary()
+	if g.Truncated || len(g.Nodes) != kdagv1alpha1.MaxGraphNodes {
+		t.Fatalf("%d nodes: truncated %v, %d listed; want all listed", kdagv1alpha1.MaxGraphNodes, g.Truncated, len(g.Nodes))
 	}
-	last := g.Nodes[api.MaxGraphNodes-1]
-	if last.Name != fmt.Sprintf("cm-%03d", api.MaxGraphNodes-1) || last.State != api.NodeWaiting ||
-		!reflect.DeepEqual(last.Blockers, []int32{int32(api.MaxGraphNodes - 2)}) {
+	last := g.Nodes[kdagv1alpha1.MaxGraphNodes-1]
+	if last.Name != fmt.Sprintf("cm-%03d", kdagv1alpha1.MaxGraphNodes-1) || last.State != kdagv1alpha1.NodeWaiting ||
+		!reflect.DeepEqual(last.Blockers, []int32{int32(kdagv1alpha1.MaxGraphNodes - 2)}) {
 		t.Errorf("last node %+v", last)
 	}
 
-	g = build(api.MaxGraphNodes + 1).graphSummary()
+	g = build(kdagv1alpha1.MaxGraphNodes + 1).graphSummary()
 	if !g.Truncated || g.Nodes != nil {
-		t.Fatalf("%d nodes: truncated %v, %d listed; want truncated and none listed", api.MaxGraphNodes+1, g.Truncated, len(g.Nodes))
+		t.Fatalf("%d nodes: truncated %v, %d listed; want truncated and none listed", kdagv1alpha1.MaxGraphNodes+1, g.Truncated, len(g.Nodes))
 	}
-	if g.Total != int32(api.MaxGraphNodes+1) || g.Ready != int32(api.MaxGraphNodes) || g.Waiting != 1 || len(g.NotReady) != 1 {
+	if g.Total != int32(kdagv1alpha1.MaxGraphNodes+1) || g.Ready != int32(kdagv1alpha1.MaxGraphNodes) || g.Waiting != 1 || len(g.NotReady) != 1 {
 		t.Errorf("counts of a truncated graph %+v, want them all", g)
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(g)
@@ -159,11 +159,11 @@ func TestStatus_GraphNodesThroughTheAPIServer(t *testing.T) {
 	f.settle("app") // settles: writing nodes does not make the next reconcile write again
 
 	g := f.status("app").Graph
-	want := []api.GraphNode{
-		{Kind: "ConfigMap", Namespace: f.ns, Name: "app-config", State: api.NodeReady},
-		{Kind: "Secret", Namespace: f.ns, Name: "app-secret", State: api.NodeReady},
-		{Kind: "Service", Namespace: f.ns, Name: "app", State: api.NodeReady},
-		{Group: "apps", Kind: "Deployment", Namespace: f.ns, Name: "app", State: api.NodeWaiting, Blockers: []int32{0, 1}},
+	want := []kdagv1alpha1.GraphNode{
+		{Kind: "ConfigMap", Namespace: f.ns, Name: "app-config", State: kdagv1alpha1.NodeReady},
+		{Kind: "Secret", Namespace: f.ns, Name: "app-secret", State: kdagv1alpha1.NodeReady},
+		{Kind: "Service", Namespace: f.ns, Name: "app", State: kdagv1alpha1.NodeReady},
+		{Group: "apps", Kind: "Deployment", Namespace: f.ns, Name: "app", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0, 1}},
 	}
 	if g == nil || !reflect.DeepEqual(g.Nodes, want) || g.Truncated {
 		t.Fatalf("status.graph %+v\nwant nodes %+v", g, want)
@@ -171,7 +171,7 @@ func TestStatus_GraphNodesThroughTheAPIServer(t *testing.T) {
 
 	f.markDeploymentAvailable("app")
 	f.settle("app")
-	if g = f.status("app").Graph; g == nil || len(g.Nodes) != 4 || g.Nodes[3].State != api.NodeReady {
+	if g = f.status("app").Graph; g == nil || len(g.Nodes) != 4 || g.Nodes[3].State != kdagv1alpha1.NodeReady {
 		t.Errorf("status.graph after the Deployment is available: %+v, want the Deployment Ready", g)
 	}
 }

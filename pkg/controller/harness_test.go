@@ -36,7 +36,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -472,7 +472,7 @@ func (f *fixture) updateWidget(name string, mutate func(*testapi.Widget)) *testa
 }
 
 // status reads the named Widget's status from the API server.
-func (f *fixture) status(name string) api.Status {
+func (f *fixture) status(name string) kdagv1alpha1.Status {
 	f.t.Helper()
 	return f.get(&testapi.Widget{}, name).(*testapi.Widget).Status.Status
 }
@@ -556,7 +556,7 @@ func (f *fixture) markDeploymentAvailable(name string) {
 }
 
 // condition returns the condition of type typ, or nil.
-func condition(st api.Status, typ string) *metav1.Condition {
+func condition(st kdagv1alpha1.Status, typ string) *metav1.Condition {
 	return meta.FindStatusCondition(st.Conditions, typ)
 }
 

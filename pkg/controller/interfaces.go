@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // ResourceManager is what an operator author writes: it names the owner type and lists the
@@ -78,7 +78,7 @@ type Report struct {
 // NodeReport is one node of a Report.
 type NodeReport struct {
 	ID    NodeID
-	State api.NodeState
+	State kdagv1alpha1.NodeState
 	// Object is the node's object as applied or read from the cache; nil when the node did
 	// not run (blocked, canceled) or failed before reading it.
 	Object *unstructured.Unstructured

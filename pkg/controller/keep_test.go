@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -42,13 +42,13 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	eventually(t, "the ConfigMap in the other namespace exists", func() bool {
 		return f.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "app-remote"}, remote) == nil
 	})
-	if remote.Labels[LabelOwnerUID] != string(w.UID) || len(remote.OwnerReferences) != 0 {
+	if remote.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) || len(remote.OwnerReferences) != 0 {
 		t.Errorf("ConfigMap %s/app-remote: labels %v owner references %v; want kdag's labels and none", other, remote.Labels, remote.OwnerReferences)
 	}
-	if got := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(got, Finalizer) {
-		t.Errorf("owner finalizers %v, want %s: kdag must delete the objects the garbage collector cannot", got.GetFinalizers(), Finalizer)
+	if got := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(got, kdagv1alpha1.Finalizer) {
+		t.Errorf("owner finalizers %v, want %s: kdag must delete the objects the garbage collector cannot", got.GetFinalizers(), kdagv1alpha1.Finalizer)
 	}
-	if c := condition(f.status("app"), api.ConditionReady); c == nil || !strings.Contains(c.Message, "app-remote") {
+	if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "app-remote") {
 		t.Fatalf("Ready condition %+v, want the owner waiting for ConfigMap %s/app-remote", c, other)
 	}
 
@@ -57,12 +57,12 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	if err := f.cl.Update(ctx, remote, client.FieldOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), api.ConditionReady) })
+	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), kdagv1alpha1.ConditionReady) })
 	role := &rbacv1.ClusterRole{}
 	if err := f.cl.Get(ctx, client.ObjectKey{Name: roleName}, role); err != nil {
 		t.Fatal(err)
 	}
-	if role.Labels[LabelOwnerUID] != string(w.UID) || len(role.OwnerReferences) != 0 {
+	if role.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) || len(role.OwnerReferences) != 0 {
 		t.Errorf("ClusterRole: labels %v owner references %v; want kdag's labels and none", role.Labels, role.OwnerReferences)
 	}
 
@@ -93,7 +93,7 @@ var keepRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
 }}
 
 // TestKeep_OrphanedNotDeletedAndAdoptedAgain (12): a kept object gets no owner reference, is
-// orphaned (kdag's labels removed, AnnotationAdopt naming the owner) when its node leaves the
+// orphaned (kdag's labels removed, kdagv1alpha1.AnnotationAdopt naming the owner) when its node leaves the
 // graph or its owner is deleted, with or without ordered teardown, and is adopted again, data
 // unchanged, by an owner of the same kind and name created later.
 func TestKeep_OrphanedNotDeletedAndAdoptedAgain(t *testing.T) {
@@ -109,21 +109,21 @@ func TestKeep_OrphanedNotDeletedAndAdoptedAgain(t *testing.T) {
 			w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Components: []string{"extra"}})
 			f.settle("app")
 			data := f.get(&corev1.Secret{}, "app-data").(*corev1.Secret)
-			if data.Annotations[AnnotationResourcePolicy] != ResourcePolicyKeep || len(data.OwnerReferences) != 0 {
+			if data.Annotations[kdagv1alpha1.AnnotationResourcePolicy] != kdagv1alpha1.ResourcePolicyKeep || len(data.OwnerReferences) != 0 {
 				t.Errorf("kept Secret: annotations %v owner references %v; want %s=%s and none",
-					data.Annotations, data.OwnerReferences, AnnotationResourcePolicy, ResourcePolicyKeep)
+					data.Annotations, data.OwnerReferences, kdagv1alpha1.AnnotationResourcePolicy, kdagv1alpha1.ResourcePolicyKeep)
 			}
-			if got := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(got, Finalizer) {
-				t.Errorf("owner finalizers %v, want %s", got.GetFinalizers(), Finalizer)
+			if got := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(got, kdagv1alpha1.Finalizer) {
+				t.Errorf("owner finalizers %v, want %s", got.GetFinalizers(), kdagv1alpha1.Finalizer)
 			}
 
 			// The node leaves the graph: orphaned, not deleted.
 			f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Components = nil })
 			f.settle("app")
 			extra := f.get(&corev1.ConfigMap{}, "app-extra").(*corev1.ConfigMap)
-			if extra.Labels[LabelOwnerUID] != "" || extra.Labels[LabelController] != "" || extra.Annotations[AnnotationAdopt] != "Widget/app" {
+			if extra.Labels[kdagv1alpha1.LabelOwnerUID] != "" || extra.Labels[kdagv1alpha1.LabelController] != "" || extra.Annotations[kdagv1alpha1.AnnotationAdopt] != "Widget/app" {
 				t.Errorf("kept ConfigMap after it left the graph: labels %v annotations %v; want no kdag label and %s=Widget/app",
-					extra.Labels, extra.Annotations, AnnotationAdopt)
+					extra.Labels, extra.Annotations, kdagv1alpha1.AnnotationAdopt)
 			}
 			f.waitEvent("app", corev1.EventTypeNormal, "Orphaned")
 
@@ -133,9 +133,9 @@ func TestKeep_OrphanedNotDeletedAndAdoptedAgain(t *testing.T) {
 			if kept.UID != data.UID || string(kept.Data["key"]) != string(data.Data["key"]) {
 				t.Fatal("the kept Secret was replaced or changed by the owner's deletion")
 			}
-			if kept.Labels[LabelOwnerUID] != "" || kept.Annotations[AnnotationAdopt] != "Widget/app" {
+			if kept.Labels[kdagv1alpha1.LabelOwnerUID] != "" || kept.Annotations[kdagv1alpha1.AnnotationAdopt] != "Widget/app" {
 				t.Errorf("kept Secret after the owner's deletion: labels %v annotations %v; want no owner label and %s=Widget/app",
-					kept.Labels, kept.Annotations, AnnotationAdopt)
+					kept.Labels, kept.Annotations, kdagv1alpha1.AnnotationAdopt)
 			}
 
 			// envtest runs no garbage collector: delete what it would, the owned ConfigMap.
@@ -155,10 +155,10 @@ func TestKeep_OrphanedNotDeletedAndAdoptedAgain(t *testing.T) {
 			if adopted.UID != data.UID || string(adopted.Data["key"]) != string(data.Data["key"]) {
 				t.Error("the re-created owner did not reuse the kept Secret and its data")
 			}
-			if adopted.Labels[LabelOwnerUID] != string(again.UID) {
+			if adopted.Labels[kdagv1alpha1.LabelOwnerUID] != string(again.UID) {
 				t.Errorf("adopted Secret labels %v, want owner UID %s", adopted.Labels, again.UID)
 			}
-			if !isTrue(f.status("app"), api.ConditionReady) {
+			if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 				t.Errorf("conditions %+v, want Ready=True", f.status("app").Conditions)
 			}
 		})

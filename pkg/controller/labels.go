@@ -1,61 +1,21 @@
 package controller
 
 import (
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Labels and annotations kdag puts on every object it applies.
-const (
-	// LabelManagedBy is the standard app.kubernetes.io/managed-by label, set to "kdag".
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelController names the kdag controller that applied the object. The label-selected
-	// cache (CacheByObject) keeps only objects that carry it.
-	LabelController = "kdag.dev/controller"
-	// LabelOwnerUID is the UID of the owner. Pruning and adoption decisions match on it, never on
-	// names, so an owner deleted and re-created under the same name does not claim the old
-	// owner's objects.
-	LabelOwnerUID = "kdag.dev/owner-uid"
-
-	// AnnotationDesiredHash is the hash of the desired object (after mutations) that kdag last
-	// applied. An equal hash on the live object, with no drift in managed fields, skips the write.
-	AnnotationDesiredHash = "kdag.dev/desired-hash"
-	// AnnotationDependenciesHash is the hash of the node's blockers' content (ConfigMap and
-	// Secret data, the spec of others). On workloads it is also set on the pod template, so a
-	// configuration change rolls the pods.
-	AnnotationDependenciesHash = "kdag.dev/dependencies-hash"
-
-	// AnnotationResourcePolicy set to ResourcePolicyKeep on an object kdag applies makes kdag
-	// orphan the object instead of deleting it when it leaves the graph or its owner is deleted
-	// (the name follows Helm's helm.sh/resource-policy). kdag sets it on Keep nodes; a user may
-	// set it on any object.
-	AnnotationResourcePolicy = "kdag.dev/resource-policy"
-	// ResourcePolicyKeep is the value of AnnotationResourcePolicy that keeps an object.
-	ResourcePolicyKeep = "keep"
-	// AnnotationAdopt on an object kdag did not create (or orphaned) names the owner that may
-	// adopt it, as "<owner kind>/<owner name>" (an owner in the object's namespace) or
-	// "<owner kind>/<owner namespace>/<owner name>": that owner's node of the object takes it
-	// over as if it had Adopt (a create-only object keeps its data). kdag sets it when it
-	// orphans a kept object; a user sets it to attach restored data to an owner.
-	AnnotationAdopt = "kdag.dev/adopt"
-
-	// Finalizer is held on owners whose ResourceManager is a Cleaner or whose Controller has
-	// OrderedTeardown, and on owners whose graph holds an object that cannot carry an owner
-	// reference to them (another namespace, cluster-scoped, Keep): kdag deletes or orphans
-	// those objects itself when the owner is deleted.
-	Finalizer = "kdag.dev/teardown"
-)
-
 // CacheByObject returns the manager cache settings that keep, for each given owned type, only
-// the objects a kdag controller applied (those with LabelController), so the cache's memory
+// the objects a kdag controller applied (those with kdagv1alpha1.LabelController), so the cache's memory
 // follows what kdag owns rather than the cluster's size. Pass it as cache.Options.ByObject.
 //
 // Do not include a type that a kdag controller also reconciles as an owner (a child custom
 // resource): its controller must see every object of its type, labelled or not.
 func CacheByObject(owned ...client.Object) map[client.Object]cache.ByObject {
-	req, err := labels.NewRequirement(LabelController, selection.Exists, nil)
+	req, err := labels.NewRequirement(kdagv1alpha1.LabelController, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key
 	}

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -61,17 +61,17 @@ func TestPrune_FailedDeleteMakesOwnerNotReady(t *testing.T) {
 				t.Error("extra-c, whose delete was not refused, was not pruned")
 			}
 			st := f.status("app")
-			ready := condition(st, api.ConditionReady)
-			if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != ReasonPruneFailed {
-				t.Fatalf("Ready condition %+v, want False with reason %s", ready, ReasonPruneFailed)
+			ready := condition(st, kdagv1alpha1.ConditionReady)
+			if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != kdagv1alpha1.ReasonPruneFailed {
+				t.Fatalf("Ready condition %+v, want False with reason %s", ready, kdagv1alpha1.ReasonPruneFailed)
 			}
 			if !strings.Contains(ready.Message, bID) || !strings.Contains(ready.Message, "injected fault") {
 				t.Errorf("Ready message %q, want the object %s and the cause", ready.Message, bID)
 			}
-			if rec := condition(st, api.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
+			if rec := condition(st, kdagv1alpha1.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
 				t.Errorf("Reconciling condition %+v, want True: the prune is retried", rec)
 			}
-			ev := f.waitEvent("app", corev1.EventTypeWarning, ReasonPruneFailed)
+			ev := f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonPruneFailed)
 			if !strings.Contains(ev.Note, bID) {
 				t.Errorf("PruneFailed event note %q does not name %s", ev.Note, bID)
 			}
@@ -81,7 +81,7 @@ func TestPrune_FailedDeleteMakesOwnerNotReady(t *testing.T) {
 			if !f.notFound(&corev1.ConfigMap{}, "extra-b") {
 				t.Error("extra-b still exists once its delete is allowed")
 			}
-			if !isTrue(f.status("app"), api.ConditionReady) {
+			if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 				t.Errorf("conditions %+v once the prune succeeded, want Ready=True", f.status("app").Conditions)
 			}
 		})
@@ -96,7 +96,7 @@ func TestPrune_WaitsUntilEveryNodeIsReady(t *testing.T) {
 	_ = f.reconcile("app")
 	f.markDeploymentAvailable("app")
 	f.settle("app")
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Fatalf("conditions %+v, want Ready=True before the change", f.status("app").Conditions)
 	}
 
@@ -117,7 +117,7 @@ func TestPrune_WaitsUntilEveryNodeIsReady(t *testing.T) {
 		}
 	}
 	f.get(&corev1.ConfigMap{}, "extra-old")
-	if isTrue(f.status("app"), api.ConditionReady) {
+	if isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Error("Ready=True while the Deployment rolls and extra-old is not pruned")
 	}
 
@@ -232,7 +232,7 @@ func TestReadiness_FailedJobStallsOwnerUntilANewOneIsDesired(t *testing.T) {
 		t.Fatalf("reconcile with a failed Job: err = %v, want a terminal error", err)
 	}
 	st := f.status("app")
-	stalled := condition(st, api.ConditionStalled)
+	stalled := condition(st, kdagv1alpha1.ConditionStalled)
 	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != batchv1.JobReasonBackoffLimitExceeded {
 		t.Fatalf("Stalled condition %+v, want True with the Job's reason %s", stalled, batchv1.JobReasonBackoffLimitExceeded)
 	}
@@ -240,7 +240,7 @@ func TestReadiness_FailedJobStallsOwnerUntilANewOneIsDesired(t *testing.T) {
 	if !strings.Contains(stalled.Message, jobID) || !strings.Contains(stalled.Message, "backoff limit") {
 		t.Errorf("Stalled message %q, want it to name %s and carry the Job's message", stalled.Message, jobID)
 	}
-	if isTrue(st, api.ConditionReady) || condition(st, api.ConditionReconciling) != nil {
+	if isTrue(st, kdagv1alpha1.ConditionReady) || condition(st, kdagv1alpha1.ConditionReconciling) != nil {
 		t.Errorf("conditions %+v, want Ready=False and no Reconciling while stalled", st.Conditions)
 	}
 	f.waitEvent("app", corev1.EventTypeWarning, batchv1.JobReasonBackoffLimitExceeded)
@@ -250,10 +250,10 @@ func TestReadiness_FailedJobStallsOwnerUntilANewOneIsDesired(t *testing.T) {
 		t.Fatalf("reconcile with the new Job: %v", err)
 	}
 	st = f.status("app")
-	if c := condition(st, api.ConditionStalled); c != nil {
+	if c := condition(st, kdagv1alpha1.ConditionStalled); c != nil {
 		t.Errorf("Stalled condition %+v once a new Job is desired, want none", c)
 	}
-	if rec := condition(st, api.ConditionReconciling); rec == nil || !strings.Contains(rec.Message, "migrate-2") {
+	if rec := condition(st, kdagv1alpha1.ConditionReconciling); rec == nil || !strings.Contains(rec.Message, "migrate-2") {
 		t.Errorf("Reconciling condition %+v, want it waiting for Job migrate-2", rec)
 	}
 }
@@ -268,7 +268,7 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 	}{
 		{"created by hand, not in the cache", func(*fixture) map[string]string { return nil }},
 		{"labelled for another owner, in the cache", func(f *fixture) map[string]string {
-			return map[string]string{LabelController: f.c.name, LabelManagedBy: "kdag", LabelOwnerUID: "00000000-0000-0000-0000-00000000dead"}
+			return map[string]string{kdagv1alpha1.LabelController: f.c.name, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelOwnerUID: "00000000-0000-0000-0000-00000000dead"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 				t.Errorf("adopted create-only Secret's data changed: keys %v, password replaced: %v",
 					keysOf(got.Data), string(got.Data["password"]) != "made-by-helm")
 			}
-			if got.Labels[LabelOwnerUID] != string(w.UID) || got.Labels[LabelController] != f.c.name {
+			if got.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) || got.Labels[kdagv1alpha1.LabelController] != f.c.name {
 				t.Errorf("adopted Secret labels %v, want kdag's for owner %s", got.Labels, w.UID)
 			}
 			if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != w.UID {
@@ -309,7 +309,7 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 				t.Errorf("adopted Secret has no managed-fields entry of %s", f.c.opts.FieldManager)
 			}
 			f.waitEvent("app", corev1.EventTypeNormal, "Adopted")
-			if !isTrue(f.status("app"), api.ConditionReady) {
+			if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 				t.Errorf("conditions %+v, want Ready=True", f.status("app").Conditions)
 			}
 		})
@@ -346,7 +346,7 @@ func TestCreate_FallbackIsConditional(t *testing.T) {
 		t.Fatalf("reconcile: err = %v, want the newcomer refused", err)
 	}
 	cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
-	if !maps.Equal(cm.Data, theirs) || cm.Labels[LabelOwnerUID] != "" {
+	if !maps.Equal(cm.Data, theirs) || cm.Labels[kdagv1alpha1.LabelOwnerUID] != "" {
 		t.Errorf("the newcomer was overwritten: data %v labels %v", cm.Data, cm.Labels)
 	}
 	if !f.notFound(&appsv1.Deployment{}, "app") {
@@ -443,14 +443,14 @@ func TestApply_AdmissionDenialIsRetriedNotStalled(t *testing.T) {
 		t.Fatalf("reconcile with an object the policy denies: err = %v, want a transient error", err)
 	}
 	st := f.status("app")
-	if c := condition(st, api.ConditionStalled); c != nil {
+	if c := condition(st, kdagv1alpha1.ConditionStalled); c != nil {
 		t.Errorf("Stalled condition %+v, want none: an admission policy is not a spec error", c)
 	}
-	ready := condition(st, api.ConditionReady)
+	ready := condition(st, kdagv1alpha1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "data k must not be forbidden") {
 		t.Errorf("Ready condition %+v, want False with the policy's message", ready)
 	}
-	if rec := condition(st, api.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
+	if rec := condition(st, kdagv1alpha1.ConditionReconciling); rec == nil || rec.Status != metav1.ConditionTrue {
 		t.Errorf("Reconciling condition %+v, want True", rec)
 	}
 
@@ -462,7 +462,7 @@ func TestApply_AdmissionDenialIsRetriedNotStalled(t *testing.T) {
 		return f.cl.Create(ctx, probe, client.DryRunAll) == nil
 	})
 	f.settle("app")
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions %+v once the policy is gone, want Ready=True", f.status("app").Conditions)
 	}
 }
@@ -492,17 +492,17 @@ func TestValidate_TransientErrorIsRetried(t *testing.T) {
 		t.Fatalf("reconcile: err = %v, want a transient error", err)
 	}
 	st := f.status("app")
-	if c := condition(st, api.ConditionStalled); c != nil {
+	if c := condition(st, kdagv1alpha1.ConditionStalled); c != nil {
 		t.Errorf("Stalled condition %+v, want none for a transient validation error", c)
 	}
-	rec := condition(st, api.ConditionReconciling)
-	if rec == nil || rec.Reason != ReasonValidationFailed || !strings.Contains(rec.Message, "does not exist yet") {
-		t.Errorf("Reconciling condition %+v, want reason %s with the Validator's message", rec, ReasonValidationFailed)
+	rec := condition(st, kdagv1alpha1.ConditionReconciling)
+	if rec == nil || rec.Reason != kdagv1alpha1.ReasonValidationFailed || !strings.Contains(rec.Message, "does not exist yet") {
+		t.Errorf("Reconciling condition %+v, want reason %s with the Validator's message", rec, kdagv1alpha1.ReasonValidationFailed)
 	}
-	f.waitEvent("app", corev1.EventTypeWarning, ReasonValidationFailed)
+	f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonValidationFailed)
 	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Data["db"] = "there" })
 	f.settle("app")
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions %+v, want Ready=True", f.status("app").Conditions)
 	}
 }

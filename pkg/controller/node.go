@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -95,7 +95,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	err = c.checkReady(s, current)
 	var w *waitingError
 	if errors.As(err, &w) {
-		span.SetAttributes(attrOutcome.String(string(api.NodeWaiting)))
+		span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
 		endSpan(span, nil)
 	} else {
 		endSpan(span, err)
@@ -119,16 +119,16 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	lbls[LabelManagedBy] = "kdag"
-	lbls[LabelController] = c.name
-	lbls[LabelOwnerUID] = string(owner.GetUID())
+	lbls[kdagv1alpha1.LabelManagedBy] = "kdag"
+	lbls[kdagv1alpha1.LabelController] = c.name
+	lbls[kdagv1alpha1.LabelOwnerUID] = string(owner.GetUID())
 	obj.SetLabels(lbls)
 	if s.keep {
 		ann := obj.GetAnnotations()
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann[AnnotationResourcePolicy] = ResourcePolicyKeep
+		ann[kdagv1alpha1.AnnotationResourcePolicy] = kdagv1alpha1.ResourcePolicyKeep
 		obj.SetAnnotations(ann)
 	}
 	if ownedByReference(owner, s) {
@@ -143,16 +143,16 @@ func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSp
 		return nil, errors.Wrapf(err, "%s: prepare for apply", s.id)
 	}
 	if depHash := dependenciesHash(s, results); depHash != "" {
-		setAnnotation(u, depHash, AnnotationDependenciesHash)
-		if err := annotatePodTemplate(u, AnnotationDependenciesHash, depHash); err != nil {
+		setAnnotation(u, depHash, kdagv1alpha1.AnnotationDependenciesHash)
+		if err := annotatePodTemplate(u, kdagv1alpha1.AnnotationDependenciesHash, depHash); err != nil {
 			return nil, errors.Wrapf(err, "%s: annotate pod template", s.id)
 		}
 	}
-	hash, err := resources.DesiredHash(u, AnnotationDesiredHash, tracing.AnnotationTraceParent)
+	hash, err := resources.DesiredHash(u, kdagv1alpha1.AnnotationDesiredHash, tracing.AnnotationTraceParent)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: hash desired object", s.id)
 	}
-	setAnnotation(u, hash, AnnotationDesiredHash)
+	setAnnotation(u, hash, kdagv1alpha1.AnnotationDesiredHash)
 	return u, nil
 }
 
@@ -178,12 +178,12 @@ func needsFinalizer(owner client.Object, specs []*nodeSpec) bool {
 }
 
 // mayAdopt reports whether node s may take over an existing object it did not create, whose
-// annotations are given: with Adopt, or when the object's AnnotationAdopt names this owner.
+// annotations are given: with Adopt, or when the object's kdagv1alpha1.AnnotationAdopt names this owner.
 func (c *Controller) mayAdopt(owner client.Object, s *nodeSpec, annotations map[string]string) bool {
 	if s.adopt {
 		return true
 	}
-	want, ok := annotations[AnnotationAdopt]
+	want, ok := annotations[kdagv1alpha1.AnnotationAdopt]
 	if !ok {
 		return false
 	}
@@ -191,7 +191,7 @@ func (c *Controller) mayAdopt(owner client.Object, s *nodeSpec, annotations map[
 		want == c.ownerGVK.Kind+"/"+owner.GetNamespace()+"/"+owner.GetName()
 }
 
-// adoptValue is the AnnotationAdopt value naming owner on an object in namespace: "Kind/name"
+// adoptValue is the kdagv1alpha1.AnnotationAdopt value naming owner on an object in namespace: "Kind/name"
 // when they share the namespace, "Kind/namespace/name" otherwise.
 func (c *Controller) adoptValue(owner client.Object, namespace string) string {
 	if owner.GetNamespace() == namespace {
@@ -341,7 +341,7 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 	if s.createOnly {
 		return nil, ActionSkipped, nil, nil
 	}
-	hash := desired.GetAnnotations()[AnnotationDesiredHash]
+	hash := desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]
 	if c.isVerified(live, hash) {
 		return nil, ActionSkipped, nil, nil
 	}
@@ -354,7 +354,7 @@ func (c *Controller) update(ctx context.Context, owner client.Object, s *nodeSpe
 		return nil, "", nil, errors.Wrapf(err, "%s: compare managed fields", s.id)
 	}
 	drifted := driftPaths(fields)
-	unchanged := liveU.GetAnnotations()[AnnotationDesiredHash] == hash
+	unchanged := liveU.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
 	if len(drifted) == 0 && unchanged {
 		missing, err := c.missingFields(ctx, liveU, desired)
 		if err != nil {
@@ -393,7 +393,7 @@ type verifiedAt struct {
 func (c *Controller) isVerified(live client.Object, hash string) bool {
 	v, ok := c.verified.Load(live.GetUID())
 	return ok && v.(verifiedAt) == verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash} &&
-		live.GetAnnotations()[AnnotationDesiredHash] == hash
+		live.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
 }
 
 // driftPaths returns the distinct paths of fields, sorted.
@@ -455,7 +455,7 @@ func (c *Controller) apply(ctx context.Context, s *nodeSpec, desired *unstructur
 	}
 	// The response is the object as kdag wants it: nothing to check until it changes.
 	c.verified.Store(desired.GetUID(), verifiedAt{
-		resourceVersion: desired.GetResourceVersion(), desiredHash: desired.GetAnnotations()[AnnotationDesiredHash]})
+		resourceVersion: desired.GetResourceVersion(), desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"time"
 
 	"github.com/pkg/errors"
@@ -29,13 +30,13 @@ func (c *Controller) owns(owner client.Object, obj metav1.Object) bool {
 	if expectsOwnerReference(owner, obj) {
 		return false
 	}
-	return obj.GetLabels()[LabelOwnerUID] == string(owner.GetUID()) && hasManagerEntry(obj, c.opts.FieldManager)
+	return obj.GetLabels()[kdagv1alpha1.LabelOwnerUID] == string(owner.GetUID()) && hasManagerEntry(obj, c.opts.FieldManager)
 }
 
 // expectsOwnerReference reports whether kdag gives obj an owner reference to owner: the
 // counterpart of ownedByReference for a live object, whose node may have left the graph.
 func expectsOwnerReference(owner client.Object, obj metav1.Object) bool {
-	return obj.GetAnnotations()[AnnotationResourcePolicy] != ResourcePolicyKeep &&
+	return obj.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] != kdagv1alpha1.ResourcePolicyKeep &&
 		(owner.GetNamespace() == "" || obj.GetNamespace() == owner.GetNamespace())
 }
 
@@ -54,13 +55,13 @@ func hasManagerEntry(obj metav1.Object, fieldManager string) bool {
 // hasOwnerLabels reports whether obj carries kdag's labels for owner and this controller.
 func (c *Controller) hasOwnerLabels(owner client.Object, obj metav1.Object) bool {
 	l := obj.GetLabels()
-	return l[LabelOwnerUID] == string(owner.GetUID()) && l[LabelController] == c.name && l[LabelManagedBy] == "kdag"
+	return l[kdagv1alpha1.LabelOwnerUID] == string(owner.GetUID()) && l[kdagv1alpha1.LabelController] == c.name && l[kdagv1alpha1.LabelManagedBy] == "kdag"
 }
 
 // refusal returns the AdoptionError for obj, which exists but is not owner's.
 func (c *Controller) refusal(owner client.Object, s *nodeSpec, obj metav1.Object) *AdoptionError {
 	e := &AdoptionError{Node: s.id, Annotation: c.adoptValue(owner, s.id.Namespace)}
-	if uid := obj.GetLabels()[LabelOwnerUID]; uid != "" && uid != string(owner.GetUID()) {
+	if uid := obj.GetLabels()[kdagv1alpha1.LabelOwnerUID]; uid != "" && uid != string(owner.GetUID()) {
 		e.OtherOwnerUID = uid
 	} else {
 		e.Manager = foreignManager(obj.GetManagedFields(), c.opts.FieldManager)
@@ -77,7 +78,7 @@ type DataKeyMissingError struct {
 	Node NodeID
 	// Data is the object holding the data (a volume claim).
 	Data NodeID
-	// Annotation is the AnnotationAdopt value a restored object needs when it carries no kdag
+	// Annotation is the kdagv1alpha1.AnnotationAdopt value a restored object needs when it carries no kdag
 	// labels (a copy from a backup).
 	Annotation string
 }
@@ -85,7 +86,7 @@ type DataKeyMissingError struct {
 func (e *DataKeyMissingError) Error() string {
 	return fmt.Sprintf("%s is gone while %s, whose data it opens, exists: kdag does not generate a new one, which would "+
 		"not open the data; restore %s (from a backup, annotated %s=%s), or delete %s to start with empty data",
-		e.Node, e.Data, e.Node, AnnotationAdopt, e.Annotation, e.Data)
+		e.Node, e.Data, e.Node, kdagv1alpha1.AnnotationAdopt, e.Annotation, e.Data)
 }
 
 // Is makes errors.Is(err, reconcile.TerminalError(nil)) hold: only a person can help.
@@ -93,7 +94,7 @@ func (e *DataKeyMissingError) Is(target error) bool {
 	return errors.Is(reconcile.TerminalError(nil), target)
 }
 
-func (e *DataKeyMissingError) conditionReason() string { return ReasonDataKeyMissing }
+func (e *DataKeyMissingError) conditionReason() string { return kdagv1alpha1.ReasonDataKeyMissing }
 
 // watchedObjects returns the objects of specs whose changes must reconcile the owner although
 // the manager's cache does not hold them: the objects of Reference nodes, and, for ProtectsData
@@ -225,7 +226,7 @@ func errNamespaceTerminating(id NodeID) error {
 // kept ones) and then removes the finalizer, so that the namespace can go.
 func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	logFrom(ctx).V(1).Info("namespace is being deleted: the owner goes with it")
-	if !controllerutil.ContainsFinalizer(owner, Finalizer) {
+	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
 	var listErr error
@@ -255,7 +256,7 @@ func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Objec
 // server answers Conflict: kdag tries again once the cache has caught up, without an error.
 func (c *Controller) removeFinalizer(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(owner, Finalizer)
+	controllerutil.RemoveFinalizer(owner, kdagv1alpha1.Finalizer)
 	err := c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))
 	if apierrors.IsConflict(err) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil

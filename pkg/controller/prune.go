@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -78,7 +79,7 @@ func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp
 		if !ok {
 			continue
 		}
-		var match client.ListOption = client.MatchingLabels{LabelOwnerUID: string(owner.GetUID())}
+		var match client.ListOption = client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}
 		if t.indexed {
 			match = client.MatchingFields{c.ownerIndex(): string(owner.GetUID())}
 		}
@@ -117,13 +118,13 @@ func (c *Controller) deleteObject(ctx context.Context, obj client.Object) error 
 	return err
 }
 
-// kept reports whether obj's deletion policy is keep (AnnotationResourcePolicy).
+// kept reports whether obj's deletion policy is keep (kdagv1alpha1.AnnotationResourcePolicy).
 func kept(obj client.Object) bool {
-	return obj.GetAnnotations()[AnnotationResourcePolicy] == ResourcePolicyKeep
+	return obj.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] == kdagv1alpha1.ResourcePolicyKeep
 }
 
 // orphan releases obj, which kdag applied for owner, instead of deleting it: it removes kdag's
-// labels and any owner reference to owner, and sets AnnotationAdopt to owner, so that an owner of
+// labels and any owner reference to owner, and sets kdagv1alpha1.AnnotationAdopt to owner, so that an owner of
 // the same kind and name created later adopts it again. One merge patch, conditional on obj's
 // resourceVersion (a conflict is retried by the next reconcile); the object's content is not
 // touched, and kdag forgets it.
@@ -133,10 +134,10 @@ func (c *Controller) orphan(ctx context.Context, owner client.Object, obj client
 		return errors.Errorf("%T is not a client.Object", obj)
 	}
 	lbls := released.GetLabels()
-	delete(lbls, LabelController)
-	delete(lbls, LabelOwnerUID)
-	if lbls[LabelManagedBy] == "kdag" {
-		delete(lbls, LabelManagedBy)
+	delete(lbls, kdagv1alpha1.LabelController)
+	delete(lbls, kdagv1alpha1.LabelOwnerUID)
+	if lbls[kdagv1alpha1.LabelManagedBy] == "kdag" {
+		delete(lbls, kdagv1alpha1.LabelManagedBy)
 	}
 	released.SetLabels(lbls)
 	refs := released.GetOwnerReferences()[:0:0]
@@ -150,7 +151,7 @@ func (c *Controller) orphan(ctx context.Context, owner client.Object, obj client
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationAdopt] = c.adoptValue(owner, obj.GetNamespace())
+	ann[kdagv1alpha1.AnnotationAdopt] = c.adoptValue(owner, obj.GetNamespace())
 	released.SetAnnotations(ann)
 	patch := client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
 	if err := c.client.Patch(ctx, released, patch, client.FieldOwner(c.opts.FieldManager)); err != nil {

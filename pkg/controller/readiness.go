@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // NotReadyError is the error a ReadyFunc returns to keep its node waiting and say why: the reason
@@ -33,7 +33,7 @@ func (e *childStalledError) Error() string { return "stalled (" + e.reason + "):
 
 // conditionReason is the child's reason, which the owner's Stalled condition repeats.
 func (e *childStalledError) conditionReason() string {
-	return validReason(e.reason, ReasonObjectInvalid)
+	return validReason(e.reason, kdagv1alpha1.ReasonObjectInvalid)
 }
 
 // Is reports whether target is a reconcile.TerminalError, so that errors.Is(err,
@@ -68,9 +68,9 @@ func ConditionReady(live client.Object) (bool, error) {
 		m, ok := c.(map[string]any)
 		switch {
 		case !ok:
-		case m["type"] == api.ConditionReady:
+		case m["type"] == kdagv1alpha1.ConditionReady:
 			ready = m
-		case m["type"] == api.ConditionStalled:
+		case m["type"] == kdagv1alpha1.ConditionStalled:
 			stalled = m
 		}
 	}

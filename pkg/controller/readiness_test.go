@@ -10,34 +10,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 func TestConditionReady(t *testing.T) {
-	ready := metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionTrue}
-	notReady := metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse}
-	waiting := metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse, Message: "waiting for Secret ns/db"}
-	stalled := metav1.Condition{Type: api.ConditionStalled, Status: metav1.ConditionTrue, Reason: "Invalid", Message: "use a shorter name"}
+	ready := metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionTrue}
+	notReady := metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
+	waiting := metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Message: "waiting for Secret ns/db"}
+	stalled := metav1.Condition{Type: kdagv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "Invalid", Message: "use a shorter name"}
 	tests := []struct {
 		name       string
 		generation int64
-		status     api.Status
+		status     kdagv1alpha1.Status
 		want       bool
 		// wantWaiting is the NotReadyError reason; wantTerminal says the error is terminal.
 		wantWaiting  string
 		wantTerminal string
 	}{
 		{name: "no status yet", generation: 1, want: false},
-		{name: "ready and current", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: true},
-		{name: "ready but stale", generation: 3, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: false},
-		{name: "not ready", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady}}, want: false},
-		{name: "no Ready condition", generation: 2, status: api.Status{ObservedGeneration: 2}, want: false},
-		{name: "not ready says why", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{waiting}},
+		{name: "ready and current", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: true},
+		{name: "ready but stale", generation: 3, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: false},
+		{name: "not ready", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady}}, want: false},
+		{name: "no Ready condition", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2}, want: false},
+		{name: "not ready says why", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{waiting}},
 			wantWaiting: "waiting for Secret ns/db"},
-		{name: "stalled", generation: 2, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}},
+		{name: "stalled", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}},
 			wantTerminal: "stalled (Invalid): use a shorter name"},
-		{name: "stalled but stale", generation: 3, status: api.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}}},
+		{name: "stalled but stale", generation: 3, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestConditionReady_ParentExplainsChild(t *testing.T) {
 	setChild := func(conds ...metav1.Condition) {
 		t.Helper()
 		child := f.get(&testapi.Widget{}, "app-child").(*testapi.Widget)
-		child.Status.Status = api.Status{ObservedGeneration: child.Generation, Conditions: conds}
+		child.Status.Status = kdagv1alpha1.Status{ObservedGeneration: child.Generation, Conditions: conds}
 		for i := range child.Status.Conditions {
 			child.Status.Conditions[i].LastTransitionTime = metav1.Now()
 			child.Status.Conditions[i].ObservedGeneration = child.Generation
@@ -106,24 +106,24 @@ func TestConditionReady_ParentExplainsChild(t *testing.T) {
 		f.waitCachedVersion(&testapi.Widget{}, "app-child", child.ResourceVersion)
 	}
 
-	setChild(metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonWaiting, Message: "waiting for Secret ns/db"})
+	setChild(metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: kdagv1alpha1.ReasonWaiting, Message: "waiting for Secret ns/db"})
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile with the child waiting: %v", err)
 	}
 	want := "waiting for " + childID + " (waiting for Secret ns/db)"
-	if c := condition(f.status("app"), api.ConditionReconciling); c == nil || c.Message != want {
+	if c := condition(f.status("app"), kdagv1alpha1.ConditionReconciling); c == nil || c.Message != want {
 		t.Errorf("Reconciling condition %+v, want message %q", c, want)
 	}
 
 	setChild(
-		metav1.Condition{Type: api.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalid, Message: "use a shorter name"},
-		metav1.Condition{Type: api.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalid, Message: "use a shorter name"},
+		metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: kdagv1alpha1.ReasonInvalid, Message: "use a shorter name"},
+		metav1.Condition{Type: kdagv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: kdagv1alpha1.ReasonInvalid, Message: "use a shorter name"},
 	)
 	if err := f.reconcile("app"); err == nil || !isTerminalErr(err) {
 		t.Fatalf("reconcile with the child stalled: %v, want a terminal error", err)
 	}
 	st := f.status("app")
-	stalled := condition(st, api.ConditionStalled)
+	stalled := condition(st, kdagv1alpha1.ConditionStalled)
 	if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, childID) ||
 		!strings.Contains(stalled.Message, "stalled (Invalid): use a shorter name") {
 		t.Errorf("Stalled condition %+v, want True naming %s and the child's reason and message", stalled, childID)

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -49,10 +49,10 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	}
 	want := "waiting for " + secretID + " (it does not exist yet: create it)"
 	st := f.status("app")
-	if c := condition(st, api.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue || c.Message != want {
+	if c := condition(st, kdagv1alpha1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue || c.Message != want {
 		t.Errorf("Reconciling condition %+v, want True with %q", c, want)
 	}
-	if c := condition(st, api.ConditionStalled); c != nil {
+	if c := condition(st, kdagv1alpha1.ConditionStalled); c != nil {
 		t.Errorf("Stalled condition %+v, want none: the Secret may be created later", c)
 	}
 
@@ -62,7 +62,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	}
 	f.waitReferenced(&corev1.Secret{}, "app-db", true)
 	f.settle("app")
-	if c := condition(f.status("app"), api.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+	if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready condition %+v after the Secret was created, want True", c)
 	}
 	f.get(&corev1.ConfigMap{}, "app-config")
@@ -173,7 +173,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 		t.Fatalf("reconcile: %v", err)
 	}
 	want := "waiting for " + secretID + " (it has no keys password, user: add them)"
-	if c := condition(f.status("app"), api.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+	if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
 		t.Fatalf("Ready condition %+v, want False with %q", c, want)
 	}
 	if !f.notFound(&appsv1.Deployment{}, "app") {
@@ -189,7 +189,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 
 	f.setSecret("app-db", map[string]string{"host": "db.example.com", "user": "gitea", "password": "s3cret"})
 	f.settle("app")
-	if !isTrue(f.status("app"), api.ConditionReady) {
+	if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
 		t.Fatalf("conditions %+v once the Secret has every key, want Ready=True", f.status("app").Conditions)
 	}
 
@@ -201,7 +201,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 		t.Fatalf("reconcile: %v", err)
 	}
 	want = "waiting for " + secretID + " (it does not exist yet: create it)"
-	if c := condition(f.status("app"), api.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+	if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
 		t.Errorf("Ready condition %+v after the Secret was deleted, want False with %q", c, want)
 	}
 }
@@ -212,16 +212,16 @@ func TestReference_ChangeWakesItsOwners(t *testing.T) {
 	f := newRegisteredFixture(t, keysRM)
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	eventually(t, "the owner waits for its Secret", func() bool {
-		c := condition(f.status("app"), api.ConditionReady)
+		c := condition(f.status("app"), kdagv1alpha1.ConditionReady)
 		return c != nil && strings.Contains(c.Message, "does not exist yet")
 	})
 	f.setSecret("app-db", map[string]string{"host": "h", "user": "u"})
 	eventually(t, "the owner names the missing key", func() bool {
-		c := condition(f.status("app"), api.ConditionReady)
+		c := condition(f.status("app"), kdagv1alpha1.ConditionReady)
 		return c != nil && strings.Contains(c.Message, "it has no key password: add it")
 	})
 	f.setSecret("app-db", map[string]string{"host": "h", "user": "u", "password": "p"})
-	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), api.ConditionReady) })
+	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), kdagv1alpha1.ConditionReady) })
 }
 
 // TestReference_RotationRollsDependents (9): a referenced Secret's required keys feed its
@@ -234,7 +234,7 @@ func TestReference_RotationRollsDependents(t *testing.T) {
 	f.settle("app")
 	podHash := func() string {
 		d := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment)
-		return d.Spec.Template.Annotations[AnnotationDependenciesHash]
+		return d.Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash]
 	}
 	before := podHash()
 	if before == "" {

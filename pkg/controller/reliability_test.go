@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestReconcile_StatusWriteFailureReportedInEvent(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "write status") {
 		t.Fatalf("reconcile: err = %v, want the failed status write", err)
 	}
-	ev := f.waitEvent("app", corev1.EventTypeWarning, ReasonStatusWriteFailed)
+	ev := f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonStatusWriteFailed)
 	if !strings.Contains(ev.Note, "write status") || !strings.Contains(ev.Note, "injected fault") {
 		t.Errorf("event note %q does not carry the status write's error", ev.Note)
 	}
@@ -44,7 +45,7 @@ func TestCreateOnly_OursButNotCachedIsNotRewritten(t *testing.T) {
 	// reconcile finds it through the uncached read, as the first one after a lost response does.
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: f.ns, Name: "app-secret", Labels: map[string]string{LabelOwnerUID: string(w.UID)},
+			Namespace: f.ns, Name: "app-secret", Labels: map[string]string{kdagv1alpha1.LabelOwnerUID: string(w.UID)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: w.Name,
 				UID: w.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
@@ -59,7 +60,7 @@ func TestCreateOnly_OursButNotCachedIsNotRewritten(t *testing.T) {
 		t.Errorf("generated Secret rewritten: password replaced %v, UID %s (was %s)",
 			string(got.Data["password"]) != "generated-before", got.UID, secret.UID)
 	}
-	if got.Labels[LabelController] != f.c.name || got.Labels[LabelOwnerUID] != string(w.UID) {
+	if got.Labels[kdagv1alpha1.LabelController] != f.c.name || got.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) {
 		t.Errorf("labels %v, want kdag's back", got.Labels)
 	}
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"strings"
 	"time"
 
@@ -33,38 +34,9 @@ const (
 	ActionPruned Action = "pruned"
 	// ActionDeleted: the object was deleted during the owner's teardown.
 	ActionDeleted Action = "deleted"
-	// ActionOrphaned: a kept object (Keep, AnnotationResourcePolicy) left the graph or its owner
+	// ActionOrphaned: a kept object (Keep, kdagv1alpha1.AnnotationResourcePolicy) left the graph or its owner
 	// was deleted: kdag released it instead of deleting it.
 	ActionOrphaned Action = "orphaned"
-)
-
-// Condition reasons kdag writes. They are stable: the same situation gives the same reason and
-// message, so writing the status does not start another reconcile.
-const (
-	ReasonReady         = "Ready"
-	ReasonWaiting       = "WaitingForNodes"
-	ReasonNodeFailed    = "NodeFailed"
-	ReasonInvalid       = "Invalid"
-	ReasonBuildFailed   = "BuildFailed"
-	ReasonObjectInvalid = "ObjectInvalid"
-	// ReasonValidationFailed: the Validator returned a transient error; the reconcile is retried.
-	ReasonValidationFailed = "ValidationFailed"
-	// ReasonObjectFailed: a node's object failed for good and said no reason of its own (see
-	// ObjectFailedError, which otherwise carries the object's reason).
-	ReasonObjectFailed = "ObjectFailed"
-	// ReasonDataKeyMissing: a generated key that opens existing data is gone (DataKeyMissingError).
-	ReasonDataKeyMissing = "DataKeyMissing"
-	// ReasonPruneFailed: deleting an object that left the graph failed; the owner is not Ready
-	// and the reconcile is retried with backoff. Also the reason of the Warning event.
-	ReasonPruneFailed   = "PruneFailed"
-	ReasonTearingDown   = "TearingDown"
-	ReasonCleanupFailed = "CleanupFailed"
-	// ReasonStatusWriteFailed: writing the owner's status failed, so the status cannot say so;
-	// the reason of the Warning event that does.
-	ReasonStatusWriteFailed = "StatusWriteFailed"
-	// ReasonDriftConflict: another field manager keeps changing fields kdag owns; kdag paused
-	// reverting them (Options.DriftRepairLimit). Also the reason of the Warning event.
-	ReasonDriftConflict = "DriftConflict"
 )
 
 type nodeState int
@@ -136,14 +108,14 @@ func (r *outcome) summarize() {
 			}
 			if isTerminal(n.err) {
 				if r.terminal == nil {
-					r.terminal, r.reason = n.err, ReasonObjectInvalid
+					r.terminal, r.reason = n.err, kdagv1alpha1.ReasonObjectInvalid
 					var rs reasoned
 					if errors.As(n.err, &rs) {
 						r.reason = rs.conditionReason()
 					}
 				}
 			} else if r.transient == nil {
-				r.transient, r.reason = n.err, ReasonNodeFailed
+				r.transient, r.reason = n.err, kdagv1alpha1.ReasonNodeFailed
 			}
 		case stateBlocked:
 			r.blocked++
@@ -158,7 +130,7 @@ func (r *outcome) summarize() {
 func (r *outcome) recordPrune(p pruneResult) {
 	r.prune = p
 	if p.err != nil && r.transient == nil {
-		r.transient, r.reason = p.err, ReasonPruneFailed
+		r.transient, r.reason = p.err, kdagv1alpha1.ReasonPruneFailed
 	}
 }
 

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -274,7 +274,7 @@ func (r *readyCounter) wait(b *testing.B, n int, timeout time.Duration) {
 		ready = 0
 		for i := range list.Items {
 			w := &list.Items[i]
-			c := meta.FindStatusCondition(w.Status.Conditions, api.ConditionReady)
+			c := meta.FindStatusCondition(w.Status.Conditions, kdagv1alpha1.ConditionReady)
 			if w.Status.ObservedGeneration == w.Generation && c != nil && c.Status == metav1.ConditionTrue {
 				ready++
 			}
@@ -674,7 +674,7 @@ func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{
 				"namespace": w.Namespace, "name": cm.Name, "ownerReferences": owner,
-				"labels": map[string]any{LabelManagedBy: "rawssa", LabelController: "rawssa", LabelOwnerUID: string(w.UID)},
+				"labels": map[string]any{kdagv1alpha1.LabelManagedBy: "rawssa", kdagv1alpha1.LabelController: "rawssa", kdagv1alpha1.LabelOwnerUID: string(w.UID)},
 			},
 			"data": map[string]any{"index": cm.Data["index"], "payload": cm.Data["payload"]},
 		}}
@@ -694,7 +694,7 @@ func rawReadyStatus(ctx context.Context, cl client.Client, w *testapi.Widget) er
 		"status": map[string]any{
 			"observedGeneration": w.Generation,
 			"conditions": []any{map[string]any{
-				"type": api.ConditionReady, "status": "True", "reason": ReasonReady, "message": "written by the raw writer",
+				"type": kdagv1alpha1.ConditionReady, "status": "True", "reason": kdagv1alpha1.ReasonReady, "message": "written by the raw writer",
 				"observedGeneration": w.Generation, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 			}},
 		},

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -18,14 +18,14 @@ func TestReconcile_CreatesGraphAndBecomesReady(t *testing.T) {
 	f.settle("app")
 
 	d := f.get(&appsv1.Deployment{}, "app").(*appsv1.Deployment)
-	if d.Labels[LabelController] == "" || len(d.OwnerReferences) != 1 {
+	if d.Labels[kdagv1alpha1.LabelController] == "" || len(d.OwnerReferences) != 1 {
 		t.Fatalf("deployment labels %v owner refs %v: want kdag labels and one owner reference", d.Labels, d.OwnerReferences)
 	}
-	if d.Spec.Template.Annotations[AnnotationDependenciesHash] == "" {
-		t.Fatalf("pod template has no %s annotation", AnnotationDependenciesHash)
+	if d.Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash] == "" {
+		t.Fatalf("pod template has no %s annotation", kdagv1alpha1.AnnotationDependenciesHash)
 	}
 	w := f.get(&testapi.Widget{}, "app").(*testapi.Widget)
-	if !meta.IsStatusConditionTrue(w.Status.Conditions, api.ConditionReady) {
+	if !meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady) {
 		t.Fatalf("widget conditions %+v: want Ready=True", w.Status.Conditions)
 	}
 	_ = f.get(&corev1.Secret{}, "app-secret")

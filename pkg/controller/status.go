@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // writeStatus computes the owner's kdag status from r, writes it with a server-side apply of the
@@ -100,12 +100,12 @@ func statusChanged(owner client.Object, content map[string]any) bool {
 var kdagStatusFields = []string{"observedGeneration", "conditions", "operatorVersion", "graph"}
 
 // currentStatus reads kdag's status block from any owner type.
-func currentStatus(owner client.Object) (*api.Status, error) {
+func currentStatus(owner client.Object) (*kdagv1alpha1.Status, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(owner)
 	if err != nil {
 		return nil, err
 	}
-	st := &api.Status{}
+	st := &kdagv1alpha1.Status{}
 	raw, found, err := unstructured.NestedMap(u, "status")
 	if err != nil || !found {
 		return st, err
@@ -130,7 +130,7 @@ func (c *Controller) applyStatus(ctx context.Context, owner client.Object, conte
 // everything is ready; Reconciling=True while nodes wait or errors are retried; Stalled=True
 // when only a change of the owner helps. Conditions that do not hold are removed, and
 // meta.SetStatusCondition keeps lastTransitionTime when a condition's status does not change.
-func setConditions(st *api.Status, generation int64, r *outcome) {
+func setConditions(st *kdagv1alpha1.Status, generation int64, r *outcome) {
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: generation,
@@ -139,28 +139,28 @@ func setConditions(st *api.Status, generation int64, r *outcome) {
 	switch {
 	case r.terminal != nil:
 		msg := r.terminal.Error()
-		set(api.ConditionReady, metav1.ConditionFalse, r.reason, msg)
-		set(api.ConditionStalled, metav1.ConditionTrue, r.reason, msg)
-		meta.RemoveStatusCondition(&st.Conditions, api.ConditionReconciling)
+		set(kdagv1alpha1.ConditionReady, metav1.ConditionFalse, r.reason, msg)
+		set(kdagv1alpha1.ConditionStalled, metav1.ConditionTrue, r.reason, msg)
+		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionReconciling)
 	case r.transient != nil:
 		msg := r.failureError().Error()
-		set(api.ConditionReady, metav1.ConditionFalse, r.reason, msg)
-		set(api.ConditionReconciling, metav1.ConditionTrue, r.reason, "retrying: "+msg)
-		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+		set(kdagv1alpha1.ConditionReady, metav1.ConditionFalse, r.reason, msg)
+		set(kdagv1alpha1.ConditionReconciling, metav1.ConditionTrue, r.reason, "retrying: "+msg)
+		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
 	case r.conflict != nil:
 		msg := r.conflict.Error()
-		set(api.ConditionReady, metav1.ConditionFalse, ReasonDriftConflict, msg)
-		set(api.ConditionReconciling, metav1.ConditionTrue, ReasonDriftConflict, msg)
-		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+		set(kdagv1alpha1.ConditionReady, metav1.ConditionFalse, kdagv1alpha1.ReasonDriftConflict, msg)
+		set(kdagv1alpha1.ConditionReconciling, metav1.ConditionTrue, kdagv1alpha1.ReasonDriftConflict, msg)
+		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
 	case r.ready < len(r.nodes):
 		msg := r.waitingMessage()
-		set(api.ConditionReady, metav1.ConditionFalse, ReasonWaiting, msg)
-		set(api.ConditionReconciling, metav1.ConditionTrue, ReasonWaiting, msg)
-		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+		set(kdagv1alpha1.ConditionReady, metav1.ConditionFalse, kdagv1alpha1.ReasonWaiting, msg)
+		set(kdagv1alpha1.ConditionReconciling, metav1.ConditionTrue, kdagv1alpha1.ReasonWaiting, msg)
+		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
 	default:
-		set(api.ConditionReady, metav1.ConditionTrue, ReasonReady, fmt.Sprintf("%d nodes ready", len(r.nodes)))
-		meta.RemoveStatusCondition(&st.Conditions, api.ConditionReconciling)
-		meta.RemoveStatusCondition(&st.Conditions, api.ConditionStalled)
+		set(kdagv1alpha1.ConditionReady, metav1.ConditionTrue, kdagv1alpha1.ReasonReady, fmt.Sprintf("%d nodes ready", len(r.nodes)))
+		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionReconciling)
+		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
 	}
 }
 
@@ -184,31 +184,31 @@ func (r *outcome) waitingMessage() string {
 }
 
 // graphSummary counts nodes by state and lists the ones not ready, failed first, capped.
-func (r *outcome) graphSummary() *api.GraphSummary {
+func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 	if len(r.nodes) == 0 {
 		return nil
 	}
-	g := &api.GraphSummary{
+	g := &kdagv1alpha1.GraphSummary{
 		Total: int32(len(r.nodes)), Ready: int32(r.ready), Waiting: int32(r.waiting),
 		Failed: int32(r.failed), Blocked: int32(r.blocked), Canceled: int32(r.canceled),
 	}
 	for _, want := range []nodeState{stateFailed, stateWaiting, stateBlocked, stateCanceled} {
 		for i := range r.nodes {
 			n := &r.nodes[i]
-			if n.state != want || len(g.NotReady) >= api.MaxNotReady {
+			if n.state != want || len(g.NotReady) >= kdagv1alpha1.MaxNotReady {
 				continue
 			}
 			msg := n.message
 			if n.err != nil {
 				msg = n.err.Error()
 			}
-			g.NotReady = append(g.NotReady, api.NodeStatus{
+			g.NotReady = append(g.NotReady, kdagv1alpha1.NodeStatus{
 				Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace, Name: n.spec.id.Name,
 				State: want.api(), Message: truncate(msg, 256),
 			})
 		}
 	}
-	if len(r.nodes) > api.MaxGraphNodes {
+	if len(r.nodes) > kdagv1alpha1.MaxGraphNodes {
 		g.Truncated = true
 	} else {
 		g.Nodes = r.graphNodes()
@@ -218,14 +218,14 @@ func (r *outcome) graphSummary() *api.GraphSummary {
 
 // graphNodes lists every node with its state and its blockers' indices, in graph order. It
 // returns nil if a node has no spec (the graph could not be run), as indices would be wrong.
-func (r *outcome) graphNodes() []api.GraphNode {
-	nodes := make([]api.GraphNode, len(r.nodes))
+func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
+	nodes := make([]kdagv1alpha1.GraphNode, len(r.nodes))
 	for i := range r.nodes {
 		s := r.nodes[i].spec
 		if s == nil {
 			return nil
 		}
-		gn := api.GraphNode{
+		gn := kdagv1alpha1.GraphNode{
 			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
 			State: r.nodes[i].state.api(),
 		}
@@ -237,8 +237,8 @@ func (r *outcome) graphNodes() []api.GraphNode {
 	return nodes
 }
 
-func (s nodeState) api() api.NodeState {
-	return [...]api.NodeState{api.NodeReady, api.NodeWaiting, api.NodeFailed, api.NodeBlocked, api.NodeCanceled}[s]
+func (s nodeState) api() kdagv1alpha1.NodeState {
+	return [...]kdagv1alpha1.NodeState{kdagv1alpha1.NodeReady, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled}[s]
 }
 
 // emitNodeEvents records what changed in the cluster. Created, updated and pruned objects get one
@@ -269,7 +269,7 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 		case ActionHeld:
 			var conflict *DriftConflictError
 			if errors.As(n.err, &conflict) && conflict.started {
-				c.event(owner, corev1.EventTypeWarning, ReasonDriftConflict, "%s (next repair attempt in %s)",
+				c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonDriftConflict, "%s (next repair attempt in %s)",
 					conflict.Error(), conflict.retryAfter)
 			}
 		}
@@ -278,7 +278,7 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 	c.objectsEvent(owner, "Updated", "Updated", "", updated)
 	c.objectsEvent(owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
 	c.objectsEvent(owner, "Orphaned", "Kept", ": no longer part of the graph, released, not deleted ("+
-		AnnotationResourcePolicy+": "+ResourcePolicyKeep+")", r.prune.orphaned)
+		kdagv1alpha1.AnnotationResourcePolicy+": "+kdagv1alpha1.ResourcePolicyKeep+")", r.prune.orphaned)
 }
 
 // maxEventObjects bounds the objects an event's note names; the rest are counted.
@@ -306,22 +306,22 @@ func (c *Controller) objectsEvent(owner client.Object, reason, verb, suffix stri
 }
 
 // emitConditionEvents records transitions of Ready and Stalled.
-func (c *Controller) emitConditionEvents(owner client.Object, old, next *api.Status) {
-	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, api.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, api.ConditionReady)
+func (c *Controller) emitConditionEvents(owner client.Object, old, next *kdagv1alpha1.Status) {
+	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case isReady && !wasReady:
 		c.event(owner, corev1.EventTypeNormal, "Ready", "All nodes are ready")
 	case wasReady && !isReady:
-		cond := meta.FindStatusCondition(next.Conditions, api.ConditionReady)
+		cond := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionReady)
 		c.event(owner, corev1.EventTypeWarning, "NotReady", "%s", cond.Message)
 	}
-	oldStalled := meta.FindStatusCondition(old.Conditions, api.ConditionStalled)
-	newStalled := meta.FindStatusCondition(next.Conditions, api.ConditionStalled)
+	oldStalled := meta.FindStatusCondition(old.Conditions, kdagv1alpha1.ConditionStalled)
+	newStalled := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionStalled)
 	if newStalled != nil && (oldStalled == nil || oldStalled.Message != newStalled.Message) {
 		c.event(owner, corev1.EventTypeWarning, newStalled.Reason, "%s", newStalled.Message)
 	}
-	oldFailing := meta.FindStatusCondition(old.Conditions, api.ConditionReconciling)
-	newFailing := meta.FindStatusCondition(next.Conditions, api.ConditionReconciling)
+	oldFailing := meta.FindStatusCondition(old.Conditions, kdagv1alpha1.ConditionReconciling)
+	newFailing := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionReconciling)
 	if newFailing != nil && retriedFailure(newFailing.Reason) &&
 		(oldFailing == nil || oldFailing.Reason != newFailing.Reason || oldFailing.Message != newFailing.Message) {
 		c.event(owner, corev1.EventTypeWarning, newFailing.Reason, "%s", newFailing.Message)
@@ -332,7 +332,7 @@ func (c *Controller) emitConditionEvents(owner client.Object, old, next *api.Sta
 // with backoff: each new one gets a Warning event with its reason.
 func retriedFailure(reason string) bool {
 	switch reason {
-	case ReasonNodeFailed, ReasonPruneFailed, ReasonValidationFailed, ReasonBuildFailed:
+	case kdagv1alpha1.ReasonNodeFailed, kdagv1alpha1.ReasonPruneFailed, kdagv1alpha1.ReasonValidationFailed, kdagv1alpha1.ReasonBuildFailed:
 		return true
 	}
 	return false
@@ -345,7 +345,7 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 	if ctx.Err() != nil {
 		return
 	}
-	c.event(owner, corev1.EventTypeWarning, ReasonStatusWriteFailed, "%s", truncate(err.Error(), 1024))
+	c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonStatusWriteFailed, "%s", truncate(err.Error(), 1024))
 }
 
 // event records an event about owner, unless owner's namespace is being deleted (the API server

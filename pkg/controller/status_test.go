@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -40,15 +40,15 @@ func TestStatus_OwnerKstatusFollowsNodeReadiness(t *testing.T) {
 		t.Fatalf("kstatus while the Deployment is not available: %s %q, want %s naming %s", res.Status, res.Message, status.InProgressStatus, deployID)
 	}
 	st := f.status("app")
-	rec := condition(st, api.ConditionReconciling)
-	if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != ReasonWaiting || !strings.Contains(rec.Message, deployID) {
-		t.Errorf("Reconciling condition %+v, want True, reason %s, naming %s", rec, ReasonWaiting, deployID)
+	rec := condition(st, kdagv1alpha1.ConditionReconciling)
+	if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != kdagv1alpha1.ReasonWaiting || !strings.Contains(rec.Message, deployID) {
+		t.Errorf("Reconciling condition %+v, want True, reason %s, naming %s", rec, kdagv1alpha1.ReasonWaiting, deployID)
 	}
-	if ready := condition(st, api.ConditionReady); ready == nil || ready.Status != metav1.ConditionFalse {
+	if ready := condition(st, kdagv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionFalse {
 		t.Errorf("Ready condition %+v, want False", ready)
 	}
 	if g := st.Graph; g == nil || g.Total != 4 || g.Ready != 3 || g.Waiting != 1 ||
-		len(g.NotReady) != 1 || g.NotReady[0].Name != "app" || g.NotReady[0].State != api.NodeWaiting {
+		len(g.NotReady) != 1 || g.NotReady[0].Name != "app" || g.NotReady[0].State != kdagv1alpha1.NodeWaiting {
 		t.Errorf("status.graph %+v, want 4 nodes, 3 ready, the Deployment waiting", g)
 	}
 
@@ -60,7 +60,7 @@ func TestStatus_OwnerKstatusFollowsNodeReadiness(t *testing.T) {
 		t.Fatalf("kstatus once the Deployment is available: %s %q, want %s", res.Status, res.Message, status.CurrentStatus)
 	}
 	st = f.status("app")
-	if !isTrue(st, api.ConditionReady) || condition(st, api.ConditionReconciling) != nil || condition(st, api.ConditionStalled) != nil {
+	if !isTrue(st, kdagv1alpha1.ConditionReady) || condition(st, kdagv1alpha1.ConditionReconciling) != nil || condition(st, kdagv1alpha1.ConditionStalled) != nil {
 		t.Errorf("conditions %+v, want only Ready=True", st.Conditions)
 	}
 	if st.ObservedGeneration != w.Generation || st.OperatorVersion != "dev" {
@@ -93,13 +93,13 @@ func TestReadiness_NotReadyNodeGatesDependents(t *testing.T) {
 	}
 	g := f.status("app").Graph
 	wantBlocked := "waiting for Deployment " + f.ns + "/app"
-	var blocked *api.NodeStatus
+	var blocked *kdagv1alpha1.NodeStatus
 	for i := range g.NotReady {
 		if g.NotReady[i].Name == "app-after-deploy" {
 			blocked = &g.NotReady[i]
 		}
 	}
-	if g.Blocked != 1 || blocked == nil || blocked.State != api.NodeBlocked || blocked.Message != wantBlocked {
+	if g.Blocked != 1 || blocked == nil || blocked.State != kdagv1alpha1.NodeBlocked || blocked.Message != wantBlocked {
 		t.Errorf("status.graph %+v, want app-after-deploy Blocked with %q", g, wantBlocked)
 	}
 
@@ -109,7 +109,7 @@ func TestReadiness_NotReadyNodeGatesDependents(t *testing.T) {
 	}
 	f.get(&corev1.ConfigMap{}, "app-after-deploy")
 	f.settle("app")
-	if st := f.status("app"); !isTrue(st, api.ConditionReady) {
+	if st := f.status("app"); !isTrue(st, kdagv1alpha1.ConditionReady) {
 		t.Errorf("conditions %+v, want Ready=True", st.Conditions)
 	}
 }

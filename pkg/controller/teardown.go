@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ const teardownRecheck = 5 * time.Second
 // the rest to the garbage collector. Kept objects are orphaned, never deleted. While objects are
 // still being deleted it requeues after teardownRecheck.
 func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(owner, Finalizer) {
+	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
 	var remaining int
@@ -39,7 +40,7 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 		remaining, err = c.releaseUnowned(ctx, owner)
 	}
 	if err != nil {
-		c.event(owner, corev1.EventTypeWarning, ReasonTearingDown, "%s", err.Error())
+		c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonTearingDown, "%s", err.Error())
 		return reconcile.Result{}, err
 	}
 	if remaining > 0 {
@@ -48,7 +49,7 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 	}
 	if cl, ok := c.rm.(Cleaner); ok {
 		if err := cl.Cleanup(ctx, owner); err != nil {
-			c.event(owner, corev1.EventTypeWarning, ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
+			c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
 			return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 		}
 	}
@@ -186,7 +187,7 @@ func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object,
 		}
 		logFrom(ctx).Info("orphaned", "node", id.String(), "action", ActionOrphaned)
 		c.event(owner, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (%s: %s)",
-			id, AnnotationResourcePolicy, ResourcePolicyKeep)
+			id, kdagv1alpha1.AnnotationResourcePolicy, kdagv1alpha1.ResourcePolicyKeep)
 		return nil
 	}
 	if o.GetDeletionTimestamp().IsZero() {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"maps"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ func (rm cleaningRM) Cleanup(ctx context.Context, owner client.Object) error {
 	var left []string
 	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &appsv1.DeploymentList{}} {
 		if err := env.Client.List(ctx, list, client.InNamespace(owner.GetNamespace()),
-			client.MatchingLabels{LabelOwnerUID: string(owner.GetUID())}); err != nil {
+			client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}); err != nil {
 			return err
 		}
 		items, _ := meta.ExtractList(list)
@@ -111,8 +112,8 @@ func TestTeardown_DependentsDeletedBeforeBlockers(t *testing.T) {
 			f := newFixture(t, tt.rm(rec), tt.opts...)
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "v"}})
 			f.settle("app")
-			if w := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(w, Finalizer) {
-				t.Fatalf("widget finalizers %v, want %s", w.GetFinalizers(), Finalizer)
+			if w := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(w, kdagv1alpha1.Finalizer) {
+				t.Fatalf("widget finalizers %v, want %s", w.GetFinalizers(), kdagv1alpha1.Finalizer)
 			}
 
 			errs, deletes := f.deleteAndFinalize("app", nil)
@@ -152,14 +153,14 @@ func TestTeardown_CleanupErrorKeepsFinalizerAndRetries(t *testing.T) {
 
 	errs, _ := f.deleteAndFinalize("app", func(error) {
 		w := f.get(&testapi.Widget{}, "app")
-		if !controllerutil.ContainsFinalizer(w, Finalizer) {
-			t.Errorf("finalizers %v after a failed cleanup, want %s kept", w.GetFinalizers(), Finalizer)
+		if !controllerutil.ContainsFinalizer(w, kdagv1alpha1.Finalizer) {
+			t.Errorf("finalizers %v after a failed cleanup, want %s kept", w.GetFinalizers(), kdagv1alpha1.Finalizer)
 		}
 	})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "external bucket still in use") || isTerminalErr(errs[0]) {
 		t.Errorf("reconcile errors %v, want one transient cleanup error", errs)
 	}
-	ev := f.waitEvent("app", corev1.EventTypeWarning, ReasonCleanupFailed)
+	ev := f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed)
 	if !strings.Contains(ev.Note, "external bucket still in use") {
 		t.Errorf("CleanupFailed event note %q does not carry the error", ev.Note)
 	}

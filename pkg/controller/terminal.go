@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"net/http"
 	"regexp"
 	"strings"
@@ -79,7 +80,7 @@ type ObjectFailedError struct {
 	// Node is the failed node.
 	Node NodeID
 	// Reason is the object's reason for the failure (the reason of its Failed or Stalled
-	// condition), a valid condition reason; ReasonObjectFailed when it gives none.
+	// condition), a valid condition reason; kdagv1alpha1.ReasonObjectFailed when it gives none.
 	Reason string
 	// Message is the object's message for the failure.
 	Message string
@@ -101,7 +102,7 @@ func (e *ObjectFailedError) conditionReason() string { return e.Reason }
 // (a Job's Failed, a kstatus-style Stalled), or of a Progressing=False condition (a Deployment
 // past its progress deadline), else kstatus' message.
 func newObjectFailed(id NodeID, live *unstructured.Unstructured, kstatusMessage string) *ObjectFailedError {
-	e := &ObjectFailedError{Node: id, Reason: ReasonObjectFailed, Message: kstatusMessage}
+	e := &ObjectFailedError{Node: id, Reason: kdagv1alpha1.ReasonObjectFailed, Message: kstatusMessage}
 	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -112,7 +113,7 @@ func newObjectFailed(id NodeID, live *unstructured.Unstructured, kstatusMessage 
 		if (typ == "Failed" || typ == "Stalled") && status == "True" || typ == "Progressing" && status == "False" {
 			reason, _ := m["reason"].(string)
 			msg, _ := m["message"].(string)
-			e.Reason = validReason(reason, ReasonObjectFailed)
+			e.Reason = validReason(reason, kdagv1alpha1.ReasonObjectFailed)
 			if msg != "" {
 				e.Message = msg
 			}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -156,7 +156,7 @@ func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 	eventually(t, "Widget Ready", 60*time.Second, func(ctx context.Context) bool {
 		got := &testapi.Widget{}
 		return cl.Get(ctx, client.ObjectKeyFromObject(w), got) == nil &&
-			meta.IsStatusConditionTrue(got.Status.Conditions, api.ConditionReady) &&
+			meta.IsStatusConditionTrue(got.Status.Conditions, kdagv1alpha1.ConditionReady) &&
 			got.Status.ObservedGeneration == got.Generation
 	})
 	d := &appsv1.Deployment{}

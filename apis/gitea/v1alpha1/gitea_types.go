@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // DatabaseType says where Gitea's database comes from.
@@ -172,7 +172,7 @@ type CacheSpec struct {
 
 // GiteaStatus is the observed state of a Gitea.
 type GiteaStatus struct {
-	api.Status `json:",inline"`
+	kdagv1alpha1.Status `json:",inline"`
 	// Version is the Gitea version currently deployed: its migration has completed and the
 	// server runs it. It lags spec.version during an upgrade.
 	// +optional

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // GiteaServerSpec is the Gitea server: workload, storage, configuration and the database
@@ -136,7 +136,7 @@ type MigrationStatus struct {
 
 // GiteaServerStatus is the observed state of a GiteaServer.
 type GiteaServerStatus struct {
-	api.Status `json:",inline"`
+	kdagv1alpha1.Status `json:",inline"`
 	// Version is the Gitea version the server runs: its migration succeeded and the rollout
 	// finished. It lags spec.version during an upgrade.
 	// +optional

@@ -3,7 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // PostgreSQLSpec is a single-instance PostgreSQL server with one database and one role.
@@ -31,7 +31,7 @@ type PostgreSQLSpec struct {
 
 // PostgreSQLStatus is the observed state of a PostgreSQL.
 type PostgreSQLStatus struct {
-	api.Status `json:",inline"`
+	kdagv1alpha1.Status `json:",inline"`
 	// CredentialsSecretName is the Secret, in the PostgreSQL's namespace, with the keys "host",
 	// "port", "user", "password" and "database" (the same keys as an external database Secret).
 	// The password is generated once and never rotated by the operator.

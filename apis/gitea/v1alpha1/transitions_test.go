@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 func wantInvalid(t *testing.T, err error, want string) {
@@ -163,16 +163,16 @@ func TestValkey_ConfigRejectsOperatorOwnedKeys(t *testing.T) {
 func TestStatus_SubresourceAcceptsOutputs(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	kdag := func(gen int64) api.Status {
-		st := api.Status{
+	kdag := func(gen int64) kdagv1alpha1.Status {
+		st := kdagv1alpha1.Status{
 			ObservedGeneration: gen,
 			OperatorVersion:    "test",
-			Graph: &api.GraphSummary{Total: 3, Ready: 2, Waiting: 1, NotReady: []api.NodeStatus{
-				{Kind: "Job", Namespace: ns, Name: "migrate", State: api.NodeWaiting, Message: "running"},
+			Graph: &kdagv1alpha1.GraphSummary{Total: 3, Ready: 2, Waiting: 1, NotReady: []kdagv1alpha1.NodeStatus{
+				{Kind: "Job", Namespace: ns, Name: "migrate", State: kdagv1alpha1.NodeWaiting, Message: "running"},
 			}},
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: api.ConditionReady, Status: metav1.ConditionFalse, Reason: "Waiting", Message: "1 of 3 nodes waiting",
+			Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Waiting", Message: "1 of 3 nodes waiting",
 			ObservedGeneration: gen,
 		})
 		return st
@@ -215,7 +215,7 @@ func TestStatus_SubresourceAcceptsOutputs(t *testing.T) {
 	if m == nil || m.State != v1alpha1.MigrationRunning || m.Deadline == nil || !m.Deadline.Time.Equal(now.Add(10*time.Minute)) {
 		t.Errorf("migration status did not round-trip: %+v", m)
 	}
-	if !meta.IsStatusConditionFalse(got.Status.Conditions, api.ConditionReady) || got.Status.Graph == nil || got.Status.Graph.Waiting != 1 {
+	if !meta.IsStatusConditionFalse(got.Status.Conditions, kdagv1alpha1.ConditionReady) || got.Status.Graph == nil || got.Status.Graph.Waiting != 1 {
 		t.Errorf("kdag status did not round-trip: %+v", got.Status.Status)
 	}
 

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // ValkeySpec is a single Valkey instance used as a cache, without persistence.
@@ -49,7 +49,7 @@ type ValkeyConfigValue string
 
 // ValkeyStatus is the observed state of a Valkey.
 type ValkeyStatus struct {
-	api.Status `json:",inline"`
+	kdagv1alpha1.Status `json:",inline"`
 	// ServiceName is the Service, in the Valkey's namespace, that clients connect to on port
 	// 6379.
 	// +optional

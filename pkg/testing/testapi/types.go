@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // GroupVersion is the API group and version of Widget.
@@ -44,7 +44,7 @@ type WidgetSpec struct {
 
 // WidgetStatus is written by the controller under test: kdag's status block.
 type WidgetStatus struct {
-	api.Status `json:",inline"`
+	kdagv1alpha1.Status `json:",inline"`
 }
 
 // Widget is the test owner.

@@ -22,8 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 const (
@@ -88,13 +87,13 @@ func (s snapshot) assertSame(t *testing.T, ns, after string) {
 }
 
 // condition returns the condition typ of a status, or nil.
-func condition(st *api.Status, typ string) *metav1.Condition {
+func condition(st *kdagv1alpha1.Status, typ string) *metav1.Condition {
 	return meta.FindStatusCondition(st.Conditions, typ)
 }
 
 // waitCondition waits until obj's status (read by status) has condition typ with status True
 // and a message containing want.
-func waitCondition(t *testing.T, obj client.Object, status func() *api.Status, typ, want string) {
+func waitCondition(t *testing.T, obj client.Object, status func() *kdagv1alpha1.Status, typ, want string) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%T %s: %s with %q", obj, obj.GetName(), typ, want), readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -190,22 +189,22 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 			t.Fatal(err)
 		}
 		pg := &giteav1alpha1.PostgreSQL{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-postgresql"}}
-		waitCondition(t, pg, func() *api.Status { return &pg.Status.Status }, api.ConditionStalled, "Secret "+ns+"/"+dbSecret+" is gone while PersistentVolumeClaim "+ns+"/"+dbClaim)
-		if c := condition(&pg.Status.Status, api.ConditionStalled); c.Reason != controller.ReasonDataKeyMissing {
-			t.Errorf("Stalled reason %s, want %s", c.Reason, controller.ReasonDataKeyMissing)
+		waitCondition(t, pg, func() *kdagv1alpha1.Status { return &pg.Status.Status }, kdagv1alpha1.ConditionStalled, "Secret "+ns+"/"+dbSecret+" is gone while PersistentVolumeClaim "+ns+"/"+dbClaim)
+		if c := condition(&pg.Status.Status, kdagv1alpha1.ConditionStalled); c.Reason != kdagv1alpha1.ReasonDataKeyMissing {
+			t.Errorf("Stalled reason %s, want %s", c.Reason, kdagv1alpha1.ReasonDataKeyMissing)
 		}
 		if msg := present(t.Context(), ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: dbSecret}}); msg != "" {
 			t.Fatalf("a new password was generated over the old data: %s", msg)
 		}
 		g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
-		if readyFor(t.Context(), g, func() *api.Status { return &g.Status.Status }) == "" {
+		if readyFor(t.Context(), g, func() *kdagv1alpha1.Status { return &g.Status.Status }) == "" {
 			t.Error("the Gitea is Ready while its database's password is gone")
 		}
 
 		// Restored from a backup (no kdag labels), annotated for the PostgreSQL: adopted as is.
 		restored := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dbSecret,
-				Annotations: map[string]string{controller.AnnotationAdopt: "PostgreSQL/demo-postgresql"}},
+				Annotations: map[string]string{kdagv1alpha1.AnnotationAdopt: "PostgreSQL/demo-postgresql"}},
 			Data: old.Data,
 		}
 		if err := cl.Create(t.Context(), restored); err != nil {
@@ -284,7 +283,7 @@ func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
 	firstJob := get(t, ns, first, &batchv1.Job{})
 
 	mergePatch(t, get(t, ns, "demo", &giteav1alpha1.Gitea{}), `{"spec":{"version":"1.27.4"}}`)
-	waitCondition(t, srv, func() *api.Status { return &srv.Status.Status }, api.ConditionReconciling, "Job "+ns+"/"+first)
+	waitCondition(t, srv, func() *kdagv1alpha1.Status { return &srv.Status.Status }, kdagv1alpha1.ConditionReconciling, "Job "+ns+"/"+first)
 	consistently(t, "the running migration stays alone", 3*time.Second, func(ctx context.Context) string {
 		j := &batchv1.Job{}
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: first}, j); err != nil || j.UID != firstJob.UID || !j.DeletionTimestamp.IsZero() {
@@ -378,12 +377,12 @@ func TestDataSafety_5_OwnershipIsNotALabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := get(t, ns, "demo", &appsv1.Deployment{})
-	mergePatch(t, d, `{"metadata":{"labels":{"`+controller.LabelOwnerUID+`":null}}}`)
+	mergePatch(t, d, `{"metadata":{"labels":{"`+kdagv1alpha1.LabelOwnerUID+`":null}}}`)
 	eventually(t, "the Deployment's owner-UID label is back", readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return err.Error()
 		}
-		if d.Labels[controller.LabelOwnerUID] == "" {
+		if d.Labels[kdagv1alpha1.LabelOwnerUID] == "" {
 			return "no owner-UID label"
 		}
 		return ""
@@ -527,9 +526,9 @@ func TestDataSafety_10_OrphanedChildrenReattachedByAnnotation(t *testing.T) {
 
 	applySample(t, ns, "gitea.yaml")
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
-	waitCondition(t, g, func() *api.Status { return &g.Status.Status }, api.ConditionReconciling, controller.AnnotationAdopt+"=Gitea/demo")
+	waitCondition(t, g, func() *kdagv1alpha1.Status { return &g.Status.Status }, kdagv1alpha1.ConditionReconciling, kdagv1alpha1.AnnotationAdopt+"=Gitea/demo")
 	for _, c := range children {
-		mergePatch(t, c, `{"metadata":{"annotations":{"`+controller.AnnotationAdopt+`":"Gitea/demo"}}}`)
+		mergePatch(t, c, `{"metadata":{"annotations":{"`+kdagv1alpha1.AnnotationAdopt+`":"Gitea/demo"}}}`)
 	}
 	waitGiteaReady(t, key, readyTimeout)
 	for _, c := range children {
@@ -563,7 +562,7 @@ func TestDataSafety_11_AdmissionRefusesWhatCannotBeApplied(t *testing.T) {
 	}
 
 	mergePatch(t, g, `{"spec":{"ingress":{"host":"git.example.com","tlsSecretName":"git-tls"}}}`)
-	waitCondition(t, g, func() *api.Status { return &g.Status.Status }, api.ConditionReconciling, "Secret "+ns+"/git-tls")
+	waitCondition(t, g, func() *kdagv1alpha1.Status { return &g.Status.Status }, kdagv1alpha1.ConditionReconciling, "Secret "+ns+"/git-tls")
 	tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-tls"}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")}}
 	if err := cl.Create(t.Context(), tls); err != nil {
@@ -616,7 +615,7 @@ func TestDataSafety_12_HandEditsRotationAndNamespaceDeletion(t *testing.T) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(before), d); err != nil {
 			return err.Error()
 		}
-		if d.Spec.Template.Annotations[controller.AnnotationDependenciesHash] == before.Spec.Template.Annotations[controller.AnnotationDependenciesHash] {
+		if d.Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash] == before.Spec.Template.Annotations[kdagv1alpha1.AnnotationDependenciesHash] {
 			return "pod template unchanged"
 		}
 		return ""

@@ -17,8 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/api"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // readyTimeout bounds every wait for the sample to become Ready (`make demo` takes ~6 s).
@@ -295,7 +294,7 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 			&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &batchv1.JobList{},
 		}
 		for _, l := range lists {
-			if err := cl.List(ctx, l, client.InNamespace(ns), client.HasLabels{controller.LabelOwnerUID}); err != nil {
+			if err := cl.List(ctx, l, client.InNamespace(ns), client.HasLabels{kdagv1alpha1.LabelOwnerUID}); err != nil {
 				return nil, err
 			}
 			items, err := metaItems(l)
@@ -366,8 +365,8 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 			t.Errorf("retained claim %s still has owners %v", name, c.OwnerReferences)
 		}
 	}
-	if got := get(t, ns, repoClaim, &corev1.PersistentVolumeClaim{}).Annotations[controller.AnnotationAdopt]; got != "GiteaServer/demo" {
-		t.Errorf("retained claim %s: %s=%q, want GiteaServer/demo", repoClaim, controller.AnnotationAdopt, got)
+	if got := get(t, ns, repoClaim, &corev1.PersistentVolumeClaim{}).Annotations[kdagv1alpha1.AnnotationAdopt]; got != "GiteaServer/demo" {
+		t.Errorf("retained claim %s: %s=%q, want GiteaServer/demo", repoClaim, kdagv1alpha1.AnnotationAdopt, got)
 	}
 
 	// A Gitea of the same name mounts the same claims again.
@@ -375,9 +374,9 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 	waitGiteaReady(t, client.ObjectKeyFromObject(g), readyTimeout)
 	server := get(t, ns, "demo", &giteav1alpha1.GiteaServer{})
 	repo := get(t, ns, repoClaim, &corev1.PersistentVolumeClaim{})
-	if string(repo.UID) != claimUID[repoClaim] || repo.Labels[controller.LabelOwnerUID] != string(server.UID) {
+	if string(repo.UID) != claimUID[repoClaim] || repo.Labels[kdagv1alpha1.LabelOwnerUID] != string(server.UID) {
 		t.Errorf("repositories claim after the re-creation: UID %s (was %s), owner label %q (server %s); want the same claim, adopted",
-			repo.UID, claimUID[repoClaim], repo.Labels[controller.LabelOwnerUID], server.UID)
+			repo.UID, claimUID[repoClaim], repo.Labels[kdagv1alpha1.LabelOwnerUID], server.UID)
 	}
 	if db := get(t, ns, dbClaim, &corev1.PersistentVolumeClaim{}); string(db.UID) != claimUID[dbClaim] {
 		t.Errorf("database claim after the re-creation: UID %s, want %s", db.UID, claimUID[dbClaim])
@@ -429,12 +428,12 @@ func TestSample_GeneratedSecretsSurviveRestart(t *testing.T) {
 	owners := []struct {
 		obj    client.Object
 		name   string
-		status func() *api.Status
+		status func() *kdagv1alpha1.Status
 	}{
-		{gitea, "demo", func() *api.Status { return &gitea.Status.Status }},
-		{pg, "demo-postgresql", func() *api.Status { return &pg.Status.Status }},
-		{vk, "demo-valkey", func() *api.Status { return &vk.Status.Status }},
-		{srv, "demo", func() *api.Status { return &srv.Status.Status }},
+		{gitea, "demo", func() *kdagv1alpha1.Status { return &gitea.Status.Status }},
+		{pg, "demo-postgresql", func() *kdagv1alpha1.Status { return &pg.Status.Status }},
+		{vk, "demo-valkey", func() *kdagv1alpha1.Status { return &vk.Status.Status }},
+		{srv, "demo", func() *kdagv1alpha1.Status { return &srv.Status.Status }},
 	}
 	for _, o := range owners {
 		o.obj.SetNamespace(ns)
@@ -517,7 +516,7 @@ func TestLongestAcceptedNames_BecomeReady(t *testing.T) {
 			if err := cl.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
 				return err.Error()
 			}
-			c := meta.FindStatusCondition(g.Status.Conditions, api.ConditionStalled)
+			c := meta.FindStatusCondition(g.Status.Conditions, kdagv1alpha1.ConditionStalled)
 			if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "use a shorter name") {
 				return fmt.Sprintf("Stalled condition %+v", c)
 			}

@@ -36,7 +36,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/test/internal/refop"
@@ -277,12 +277,12 @@ func applySample(t *testing.T, ns, file string) client.ObjectKey {
 }
 
 // readyFor returns "" when the owner is Ready for its current generation, or why not.
-func readyFor(ctx context.Context, obj client.Object, status func() *api.Status) string {
+func readyFor(ctx context.Context, obj client.Object, status func() *kdagv1alpha1.Status) string {
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return err.Error()
 	}
 	st := status()
-	ready := meta.FindStatusCondition(st.Conditions, api.ConditionReady)
+	ready := meta.FindStatusCondition(st.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case st.ObservedGeneration != obj.GetGeneration():
 		return fmt.Sprintf("observedGeneration %d, generation %d", st.ObservedGeneration, obj.GetGeneration())
@@ -297,7 +297,7 @@ func waitGiteaReady(t *testing.T, key client.ObjectKey, timeout time.Duration) *
 	t.Helper()
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	eventually(t, "Gitea "+key.String()+" Ready", timeout, func(ctx context.Context) string {
-		return readyFor(ctx, g, func() *api.Status { return &g.Status.Status })
+		return readyFor(ctx, g, func() *kdagv1alpha1.Status { return &g.Status.Status })
 	})
 	return g
 }

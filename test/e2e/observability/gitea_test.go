@@ -34,7 +34,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -282,7 +282,7 @@ func waitGiteaReady(t *testing.T, key client.ObjectKey, timeout time.Duration, l
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		return cl.Get(ctx, key, g) == nil &&
 			g.Status.ObservedGeneration == g.Generation &&
-			meta.IsStatusConditionTrue(g.Status.Conditions, api.ConditionReady), nil
+			meta.IsStatusConditionTrue(g.Status.Conditions, kdagv1alpha1.ConditionReady), nil
 	})
 	if err != nil {
 		status, _ := json.MarshalIndent(g.Status, "", "  ")
@@ -378,10 +378,10 @@ func checkMetrics(t *testing.T, text string) {
 		positive("kdag_graph_run_duration_seconds_count", map[string]string{"controller": c})
 	}
 	// Objects that are ready as soon as they exist (Secrets, ConfigMaps, Services).
-	positive("kdag_nodes_total", map[string]string{"controller": "giteaserver", "action": "created", "outcome": string(api.NodeReady)})
+	positive("kdag_nodes_total", map[string]string{"controller": "giteaserver", "action": "created", "outcome": string(kdagv1alpha1.NodeReady)})
 	// The children, not ready when created: their dependents waited.
-	positive("kdag_nodes_total", map[string]string{"controller": "gitea", "action": "created", "outcome": string(api.NodeWaiting)})
-	positive("kdag_nodes_total", map[string]string{"controller": "gitea", "action": "skipped", "outcome": string(api.NodeReady)})
+	positive("kdag_nodes_total", map[string]string{"controller": "gitea", "action": "created", "outcome": string(kdagv1alpha1.NodeWaiting)})
+	positive("kdag_nodes_total", map[string]string{"controller": "gitea", "action": "skipped", "outcome": string(kdagv1alpha1.NodeReady)})
 	positive("kdag_node_duration_seconds_bucket", map[string]string{"controller": "gitea", "kind": "GiteaServer", "action": "created", "le": "+Inf"})
 	positive("kdag_node_duration_seconds_count", map[string]string{"controller": "postgresql", "kind": "StatefulSet"})
 	if v, ok := e.sum("kdag_prune_deletions_total", map[string]string{"controller": "gitea", "kind": "Valkey"}); !ok || v != 1 {
@@ -505,7 +505,7 @@ func checkTraces(t *testing.T, ix *traceIndex, ns, prunedTraceID string) {
 	// is blocked; its node still has a (zero-length) span saying by what.
 	blocked := false
 	for _, r := range runs {
-		if s := r.nodes[serverName]; s != nil && s.tag(tagOutcome) == string(api.NodeBlocked) && s.tag(tagBlockedBy) != "" &&
+		if s := r.nodes[serverName]; s != nil && s.tag(tagOutcome) == string(kdagv1alpha1.NodeBlocked) && s.tag(tagBlockedBy) != "" &&
 			r.nodes[postgresName] != nil && r.nodes[postgresName].tag(tagAction) == "created" {
 			blocked = true
 		}
@@ -533,7 +533,7 @@ func checkTraces(t *testing.T, ix *traceIndex, ns, prunedTraceID string) {
 			t.Errorf("trace %s: no node span %s under run graph", created.trace.TraceID, name)
 			continue
 		}
-		if blocker.tag(tagOutcome) != string(api.NodeReady) {
+		if blocker.tag(tagOutcome) != string(kdagv1alpha1.NodeReady) {
 			t.Errorf("trace %s: node %s outcome %q, want Ready (the server ran after it)", created.trace.TraceID, name, blocker.tag(tagOutcome))
 		}
 		linked := false
@@ -548,7 +548,7 @@ func checkTraces(t *testing.T, ix *traceIndex, ns, prunedTraceID string) {
 	if gvk := server.tag(tagGVK); !strings.Contains(gvk, "GiteaServer") {
 		t.Errorf("node %s: %s = %q, want the GiteaServer kind", serverName, tagGVK, gvk)
 	}
-	if server.tag(tagOutcome) != string(api.NodeWaiting) {
+	if server.tag(tagOutcome) != string(kdagv1alpha1.NodeWaiting) {
 		t.Errorf("node %s: outcome %q, want Waiting (a new GiteaServer is not Ready yet)", serverName, server.tag(tagOutcome))
 	}
 	applies := children(created.trace, server, spanApply)

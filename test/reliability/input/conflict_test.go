@@ -15,7 +15,7 @@ import (
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -51,13 +51,13 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 
 	for _, c := range []reconcileCase{
 		{name: "PostgreSQL refuses the foreign Secret", kind: "PostgreSQL", owner: "demo-postgresql",
-			condition: api.ConditionReconciling, reason: controller.ReasonNodeFailed,
+			condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonNodeFailed,
 			want: []string{"Secret " + ns + `/demo-postgresql-credentials exists and was not created by kdag (field manager "helm"): delete it, or annotate it kdag.dev/adopt=PostgreSQL/demo-postgresql to let this owner adopt it`}},
 		{name: "Valkey refuses the foreign ConfigMap", kind: "Valkey", owner: "demo-valkey",
-			condition: api.ConditionReconciling, reason: controller.ReasonNodeFailed,
+			condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonNodeFailed,
 			want: []string{"ConfigMap " + ns + `/demo-valkey-config exists and was not created by kdag (field manager "helm")`}},
 		{name: "the Gitea says why it waits", kind: "Gitea", owner: "demo",
-			condition: api.ConditionReconciling, reason: controller.ReasonWaiting,
+			condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonWaiting,
 			want: []string{"waiting for PostgreSQL " + ns + "/demo-postgresql (Secret " + ns + "/demo-postgresql-credentials exists and was not created by kdag",
 				"Valkey " + ns + "/demo-valkey (ConfigMap " + ns + "/demo-valkey-config exists and was not created by kdag"}},
 	} {
@@ -69,13 +69,13 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 		{"Valkey", "demo-valkey", "ConfigMap/demo-valkey-config", "Deployment/demo-valkey", "Service/demo-valkey"},
 	} {
 		g := graphOf(t, o.kind, ns, o.name)
-		if got := g[o.failed]; got != api.NodeFailed {
+		if got := g[o.failed]; got != kdagv1alpha1.NodeFailed {
 			t.Errorf("%s %s: node %s is %q, want Failed", o.kind, o.name, o.failed, got)
 		}
-		if got := g[o.blocked]; got != api.NodeBlocked {
+		if got := g[o.blocked]; got != kdagv1alpha1.NodeBlocked {
 			t.Errorf("%s %s: node %s is %q, want Blocked", o.kind, o.name, o.blocked, got)
 		}
-		if got := g[o.applied]; got != api.NodeReady {
+		if got := g[o.applied]; got != kdagv1alpha1.NodeReady {
 			t.Errorf("%s %s: unrelated node %s is %q, want Ready (applied)", o.kind, o.name, o.applied, got)
 		}
 	}
@@ -104,7 +104,7 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-postgresql-credentials"}, s); err != nil {
 		t.Fatal(err)
 	}
-	if string(s.Data["password"]) == "chosen-by-someone-else" || s.Labels[controller.LabelController] != "postgresql" {
+	if string(s.Data["password"]) == "chosen-by-someone-else" || s.Labels[kdagv1alpha1.LabelController] != "postgresql" {
 		t.Errorf("credentials Secret after the foreign one was deleted: labels %v, password reused %v; want kdag's own, generated",
 			s.Labels, string(s.Data["password"]) == "chosen-by-someone-else")
 	}
@@ -145,13 +145,13 @@ func TestConflict_FieldFightIsBounded(t *testing.T) {
 	cmID := "ConfigMap " + bounded.ns + "/fight-config"
 	want := []string{cmID + `: field manager "rogue-sync" keeps changing .data["valkey.conf"], owned by kdag-valkey`, "stop the other writer"}
 	c := reconcileCase{name: "Valkey Reconciling with reason DriftConflict", kind: "Valkey", owner: "fight",
-		condition: api.ConditionReconciling, reason: controller.ReasonDriftConflict, want: want}
+		condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonDriftConflict, want: want}
 	if msg := c.check(t.Context(), bounded.ns); msg != "" {
 		t.Errorf("%s: %s", c.name, msg)
 	}
 	note := ""
 	for _, e := range bounded.events {
-		if e.Reason == controller.ReasonDriftConflict && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "fight" {
+		if e.Reason == kdagv1alpha1.ReasonDriftConflict && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "fight" {
 			note = e.Note
 		}
 	}
@@ -216,10 +216,10 @@ func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option
 func perMinute(n int, d time.Duration) float64 { return float64(n) * float64(time.Minute) / float64(d) }
 
 // graphOf returns the states of the nodes of the owner's status.graph, by "Kind/name".
-func graphOf(t *testing.T, kind, ns, name string) map[string]api.NodeState {
+func graphOf(t *testing.T, kind, ns, name string) map[string]kdagv1alpha1.NodeState {
 	t.Helper()
 	st := statusOf(t, kind, ns, name)
-	out := map[string]api.NodeState{}
+	out := map[string]kdagv1alpha1.NodeState{}
 	if st.Graph != nil {
 		for _, n := range st.Graph.Nodes {
 			out[n.Kind+"/"+n.Name] = n.State

@@ -27,7 +27,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/postgresql"
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
@@ -133,7 +133,7 @@ func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
 	// The name collision: Gitea "clash" comes once Valkey "clash" has its ConfigMap, so that the
 	// Gitea's server is the one that finds "clash-config" taken.
 	eventually(t, "Valkey clash has its ConfigMap", readyTimeout, func(ctx context.Context) string {
-		return presentWithLabel(ctx, &corev1.ConfigMap{}, ns, "clash-config", controller.LabelController, "valkey")
+		return presentWithLabel(ctx, &corev1.ConfigMap{}, ns, "clash-config", kdagv1alpha1.LabelController, "valkey")
 	})
 	clashConfig := &corev1.ConfigMap{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "clash-config"}, clashConfig); err != nil {
@@ -144,7 +144,7 @@ func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
 	}
 	reconciled = append(reconciled, reconcileCase{
 		name: "derived names collide with another owner's objects", kind: "Gitea", owner: "clash",
-		condition: api.ConditionReconciling, reason: controller.ReasonWaiting,
+		condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonWaiting,
 		want: []string{"waiting for GiteaServer " + ns + "/clash (ConfigMap " + ns + "/clash-config exists and belongs to another owner", "rename one of them"},
 	})
 
@@ -275,17 +275,17 @@ func reconcileCases(ns string) ([]reconcileCase, []*unstructured.Unstructured) {
 	longestName := "g" + strings.Repeat("x", 252)
 	noCache := map[string]any{"enabled": false}
 	cases := []reconcileCase{
-		{name: "PostgreSQL name one over the limit", kind: "PostgreSQL", owner: longPG, condition: api.ConditionStalled, reason: controller.ReasonInvalid,
+		{name: "PostgreSQL name one over the limit", kind: "PostgreSQL", owner: longPG, condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
 			want: []string{fmt.Sprintf("StatefulSet %q: must be no more than %d characters", longPG, postgresql.MaxNameLength), "use a shorter name"}},
-		{name: "Gitea name one over the limit", kind: "Gitea", owner: longGitea, condition: api.ConditionStalled, reason: controller.ReasonInvalid,
+		{name: "Gitea name one over the limit", kind: "Gitea", owner: longGitea, condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
 			want: []string{fmt.Sprintf("StatefulSet %q: must be no more than 52 characters", longGitea+"-postgresql"), "use a shorter name"}},
-		{name: "Gitea name of 253 characters (the API server's limit)", kind: "Gitea", owner: longestName, condition: api.ConditionStalled, reason: controller.ReasonInvalid,
+		{name: "Gitea name of 253 characters (the API server's limit)", kind: "Gitea", owner: longestName, condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
 			want: []string{"must be no more than 63 characters", "use a shorter name"}},
-		{name: "Gitea name with a dot", kind: "Gitea", owner: "dotted.name", condition: api.ConditionStalled, reason: controller.ReasonInvalid,
+		{name: "Gitea name with a dot", kind: "Gitea", owner: "dotted.name", condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
 			want: []string{`"dotted.name-http": a DNS-1035 label`, "use a shorter name of lowercase letters, digits and '-'"}},
-		{name: "external database Secret missing", kind: "Gitea", owner: "missing-db-secret", condition: api.ConditionReconciling, reason: controller.ReasonWaiting,
+		{name: "external database Secret missing", kind: "Gitea", owner: "missing-db-secret", condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonWaiting,
 			want: []string{"waiting for GiteaServer " + ns + "/missing-db-secret (waiting for Secret " + ns + "/absent-db (it does not exist yet: create it))"}},
-		{name: "administrator Secret missing", kind: "Gitea", owner: "missing-admin-secret", condition: api.ConditionReconciling, reason: controller.ReasonWaiting,
+		{name: "administrator Secret missing", kind: "Gitea", owner: "missing-admin-secret", condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonWaiting,
 			want: []string{"waiting for Secret " + ns + "/absent-admin (it does not exist yet: create it)"}},
 	}
 	objs := []*unstructured.Unstructured{
@@ -314,7 +314,7 @@ func (c reconcileCase) check(ctx context.Context, ns string) string {
 			return fmt.Sprintf("%s message %q lacks %q", c.condition, cond.Message, w)
 		}
 	}
-	if ready, err := conditionOf(ctx, c.kind, ns, c.owner, api.ConditionReady); err != nil || ready == nil || ready.Status != metav1.ConditionFalse {
+	if ready, err := conditionOf(ctx, c.kind, ns, c.owner, kdagv1alpha1.ConditionReady); err != nil || ready == nil || ready.Status != metav1.ConditionFalse {
 		return fmt.Sprintf("Ready condition %+v (%v), want False", ready, err)
 	}
 	return ""
@@ -332,13 +332,13 @@ func conditionOf(ctx context.Context, kind, ns, name, typ string) (*metav1.Condi
 
 // readStatus returns kdag's status block of the owner of kind named name in ns, and the owner's
 // generation.
-func readStatus(ctx context.Context, kind, ns, name string) (*api.Status, int64, error) {
+func readStatus(ctx context.Context, kind, ns, name string) (*kdagv1alpha1.Status, int64, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(giteav1alpha1.GroupVersion.WithKind(kind))
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		return nil, 0, err
 	}
-	st := &api.Status{}
+	st := &kdagv1alpha1.Status{}
 	raw, _, _ := unstructured.NestedMap(u.Object, "status")
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, st); err != nil {
 		return nil, 0, err
@@ -347,7 +347,7 @@ func readStatus(ctx context.Context, kind, ns, name string) (*api.Status, int64,
 }
 
 // statusOf is readStatus that fails the test on an error.
-func statusOf(t *testing.T, kind, ns, name string) *api.Status {
+func statusOf(t *testing.T, kind, ns, name string) *kdagv1alpha1.Status {
 	t.Helper()
 	st, _, err := readStatus(t.Context(), kind, ns, name)
 	if err != nil {
@@ -360,7 +360,7 @@ func statusOf(t *testing.T, kind, ns, name string) *api.Status {
 func waitReady(t *testing.T, kind, ns, name string) {
 	t.Helper()
 	eventually(t, kind+" "+shorten(name)+" Ready", readyTimeout, func(ctx context.Context) string {
-		c, err := conditionOf(ctx, kind, ns, name, api.ConditionReady)
+		c, err := conditionOf(ctx, kind, ns, name, kdagv1alpha1.ConditionReady)
 		switch {
 		case err != nil:
 			return err.Error()
@@ -535,7 +535,7 @@ func terminatingNamespace(t *testing.T) string {
 func deleteWhenPopulated(t *testing.T, ns string) {
 	t.Helper()
 	eventually(t, "Valkey doomed has its ConfigMap", readyTimeout, func(ctx context.Context) string {
-		return presentWithLabel(ctx, &corev1.ConfigMap{}, ns, "doomed-config", controller.LabelController, "valkey")
+		return presentWithLabel(ctx, &corev1.ConfigMap{}, ns, "doomed-config", kdagv1alpha1.LabelController, "valkey")
 	})
 	if err := cl.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)

@@ -16,8 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/kdag-dev/kdag/pkg/api"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -116,7 +115,7 @@ func checkFailuresReported(t *testing.T, ns string, failures []failure, widgets 
 		conditions := map[string][]string{} // owner name -> Reconciling messages ever stored
 		for _, ev := range widgets.snapshot() {
 			w := ev.Object.(*testapi.Widget)
-			if c := meta.FindStatusCondition(w.Status.Conditions, api.ConditionReconciling); c != nil {
+			if c := meta.FindStatusCondition(w.Status.Conditions, kdagv1alpha1.ConditionReconciling); c != nil {
 				conditions[w.Name] = append(conditions[w.Name], c.Message)
 			}
 		}
@@ -132,7 +131,7 @@ func checkFailuresReported(t *testing.T, ns string, failures []failure, widgets 
 			case anyShows(conditions[name], f.err):
 				byCondition++
 			case anyShows(notes[name], f.err),
-				strings.Contains(f.err, "write status: ") && slices.Contains(statusEvents[name], controller.ReasonStatusWriteFailed):
+				strings.Contains(f.err, "write status: ") && slices.Contains(statusEvents[name], kdagv1alpha1.ReasonStatusWriteFailed):
 				byEventOnly++
 			default:
 				missing = append(missing, fmt.Sprintf("%s: %s", f.owner, f.err))
@@ -185,7 +184,7 @@ func checkNeverStalled(t *testing.T, widgets *recorder) {
 	t.Helper()
 	for _, ev := range widgets.snapshot() {
 		w := ev.Object.(*testapi.Widget)
-		if c := meta.FindStatusCondition(w.Status.Conditions, api.ConditionStalled); c != nil && c.Status == "True" {
+		if c := meta.FindStatusCondition(w.Status.Conditions, kdagv1alpha1.ConditionStalled); c != nil && c.Status == "True" {
 			t.Errorf("Widget %s was Stalled (%s: %s) by a transient API failure", w.Name, c.Reason, c.Message)
 			return
 		}

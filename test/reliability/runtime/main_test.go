@@ -59,7 +59,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kdag-dev/kdag/pkg/api"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
@@ -340,12 +340,12 @@ func notReady(ctx context.Context, ns string, want int) ([]string, error) {
 // whyNotReady returns "" when w is Ready for its generation and not Stalled, or why not.
 func whyNotReady(w *testapi.Widget) string {
 	st := w.Status.Status
-	ready := meta.FindStatusCondition(st.Conditions, api.ConditionReady)
+	ready := meta.FindStatusCondition(st.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case st.ObservedGeneration != w.Generation:
 		return fmt.Sprintf("observedGeneration %d, generation %d", st.ObservedGeneration, w.Generation)
-	case meta.IsStatusConditionTrue(st.Conditions, api.ConditionStalled):
-		return "Stalled: " + meta.FindStatusCondition(st.Conditions, api.ConditionStalled).Message
+	case meta.IsStatusConditionTrue(st.Conditions, kdagv1alpha1.ConditionStalled):
+		return "Stalled: " + meta.FindStatusCondition(st.Conditions, kdagv1alpha1.ConditionStalled).Message
 	case ready == nil || ready.Status != metav1.ConditionTrue:
 		return fmt.Sprintf("Ready condition %+v", ready)
 	}
@@ -597,7 +597,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 func children(t *testing.T, ns string) map[string]client.Object {
 	t.Helper()
 	out := map[string]client.Object{}
-	sel := client.MatchingLabels{controller.LabelController: controllerName}
+	sel := client.MatchingLabels{kdagv1alpha1.LabelController: controllerName}
 	lists := map[string]client.ObjectList{"ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{}, "Service": &corev1.ServiceList{}}
 	for kind, list := range lists {
 		if err := env.Client.List(t.Context(), list, client.InNamespace(ns), sel); err != nil {

@@ -1,20 +1,6 @@
-package api
+package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-// Condition types kdag sets on an owner. They follow the kstatus conventions
-// (sigs.k8s.io/cli-utils/pkg/kstatus): Reconciling=True or Stalled=True make an owner InProgress
-// or Failed; Ready=True with observedGeneration == generation makes it Current, so
-// `kubectl wait --for=condition=Ready` and Flux or Argo CD health checks work.
-const (
-	// ConditionReady is True when every node of the graph is applied and ready.
-	ConditionReady = "Ready"
-	// ConditionReconciling is True while nodes are being applied or wait for readiness.
-	ConditionReconciling = "Reconciling"
-	// ConditionStalled is True when the reconcile cannot progress without a change to the owner
-	// (a terminal error); its message says what to change.
-	ConditionStalled = "Stalled"
-)
 
 // NodeState is what a node of the owner's graph is doing, as shown in Status.Graph.
 type NodeState string
