@@ -2,11 +2,12 @@ package controller
 
 import (
 	"fmt"
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"

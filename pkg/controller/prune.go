@@ -2,8 +2,9 @@ package controller
 
 import (
 	"context"
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"strings"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"go.opentelemetry.io/otel/attribute"
 

@@ -3,13 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
