@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	"github.com/go-logr/logr"
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,18 +58,8 @@ type Controller struct {
 	ownedKind map[schema.GroupKind]bool
 	teardown  bool
 
-	// verified remembers, per object UID, the resourceVersion and desired hash at which kdag last
-	// found the object as it wants it: after its own apply (the response), or after a drift check
-	// that found nothing. While both are unchanged, update skips the drift check, the costly part
-	// of a no-op reconcile. An optimization only: a new process starts empty and checks each
-	// object once, which is how it finds edits made while it was down.
-	verified sync.Map // types.UID -> verifiedAt
-	// schemas gives the API server's schemas to the missing-field check (resources.MissingFields);
-	// a GroupVersion's schema is fetched at its first check in this process.
-	schemas *schemas.Provider
-
-	// drift limits how often another writer's changes to one object are reverted.
-	drift *driftBudget
+	// engine writes each node's object (pkg/apply).
+	engine *apply.Engine
 	// refs checks the objects of Builder.Reference nodes and wakes their owners on a change.
 	refs *references
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
@@ -136,7 +128,6 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 		recorder:  mgr.GetEventRecorder(name),
 		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
-		drift:     newDriftBudget(&o),
 	}
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)
@@ -150,7 +141,12 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s: OpenAPI schema client", name)
 	}
-	c.schemas = provider
+	if c.engine, err = apply.New(c.client, c.reader, provider, apply.Options{
+		FieldManager: o.FieldManager, DriftRepairLimit: o.DriftRepairLimit, DriftRepairWindow: o.DriftRepairWindow,
+		DriftBackoff: o.DriftBackoff, DriftBackoffMax: o.DriftBackoffMax,
+	}); err != nil {
+		return nil, errors.Wrapf(err, "controller %s", name)
+	}
 	_, isCleaner := rm.(Cleaner)
 	c.teardown = o.OrderedTeardown || isCleaner
 
@@ -292,7 +288,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
-	defer func() { endSpan(span, err) }()
+	defer func() { tracing.EndSpan(span, err) }()
 	logger := capVerbosity(log.FromContext(ctx)).WithValues("controller", c.name, "owner", req.String())
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
@@ -371,7 +367,7 @@ func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *out
 	ctx, span := startSpan(ctx, spanBuildGraph)
 	defer func() {
 		span.SetAttributes(attrNodes.Int(len(specs)))
-		endSpan(span, firstErr(r.terminal, r.transient))
+		tracing.EndSpan(span, firstErr(r.terminal, r.transient))
 	}()
 	if v, ok := c.rm.(Validator); ok {
 		if err := v.Validate(ctx, owner); err != nil {
@@ -448,13 +444,13 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 			switch {
 			case err == nil:
 				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeReady)))
-				endSpan(span, nil)
+				tracing.EndSpan(span, nil)
 			case errors.As(err, &w):
 				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
-				endSpan(span, nil)
+				tracing.EndSpan(span, nil)
 			default:
 				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeFailed)))
-				endSpan(span, err)
+				tracing.EndSpan(span, err)
 			}
 			return err
 		}
@@ -498,8 +494,7 @@ func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) erro
 
 // forget drops what the Controller remembers about an object.
 func (c *Controller) forget(uid types.UID) {
-	c.verified.Delete(uid)
-	c.drift.forget(uid)
+	c.engine.Forget(uid)
 }
 
 func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }

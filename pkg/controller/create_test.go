@@ -21,12 +21,11 @@ import (
 )
 
 // TestCreateIfAbsent checks, against the real API server, the precondition create relies on:
-// an apply carrying absentResourceVersion creates a missing object and refuses, without
+// an apply carrying "1" creates a missing object and refuses, without
 // writing, to touch an existing one.
 func TestCreateIfAbsent(t *testing.T) {
 	f := newFixture(t, widgetRM{})
 	ctx := context.Background()
-	s := &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: f.ns, Name: "cm"}, gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap")}
 	desired := func(value string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
@@ -36,19 +35,19 @@ func TestCreateIfAbsent(t *testing.T) {
 	}
 
 	first := desired("first")
-	if err := f.c.createIfAbsent(ctx, s, first); err != nil {
+	if err := f.c.engine.CreateIfAbsent(ctx, first); err != nil {
 		t.Fatalf("createIfAbsent of a missing object: %v", err)
 	}
 	created := f.get(&corev1.ConfigMap{}, "cm").(*corev1.ConfigMap)
 	if created.Data["k"] != "first" {
 		t.Errorf("created data %v, want k=first", created.Data)
 	}
-	if rv := first.GetResourceVersion(); rv != created.ResourceVersion || rv == absentResourceVersion {
+	if rv := first.GetResourceVersion(); rv != created.ResourceVersion || rv == "1" {
 		t.Errorf("desired holds resourceVersion %q after the create, want the server's %q", rv, created.ResourceVersion)
 	}
 
 	second := desired("second")
-	err := f.c.createIfAbsent(ctx, s, second)
+	err := f.c.engine.CreateIfAbsent(ctx, second)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("createIfAbsent of an existing object: error %v, want a Conflict", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -222,7 +224,7 @@ func TestDrift_NoFalsePositiveAfterRestart(t *testing.T) {
 		{&corev1.ConfigMap{}, "app-config"}, {&testapi.Widget{}, "app-child"},
 	} {
 		live := f.get(o.obj, o.name)
-		if _, ok := f.c.verified.Load(live.GetUID()); !ok {
+		if !f.c.engine.Verified(live) {
 			t.Errorf("%T %s is not remembered as verified after the restarted process checked it", o.obj, o.name)
 		}
 	}
@@ -245,7 +247,11 @@ func TestDrift_SchemaUnavailableAppliesOnce(t *testing.T) {
 	f.settle("app")
 
 	f.restart()
-	f.c.schemas = schemas.NewProvider(unreachableSchemas{}, schemas.Options{})
+	engine, err := apply.New(f.c.client, f.c.reader, schemas.NewProvider(unreachableSchemas{}, schemas.Options{}), apply.Options{FieldManager: f.c.opts.FieldManager})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c.engine = engine
 	f.foreignUpdate(&appsv1.Deployment{}, "app", func(o client.Object) {
 		c := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
 		c.Env = c.Env[1:]

@@ -17,7 +17,7 @@ func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	cm := f.get(&corev1.ConfigMap{}, "app-0")
-	if _, ok := f.c.verified.Load(cm.GetUID()); !ok {
+	if !f.c.engine.Verified(cm) {
 		t.Fatal("no verified state remembered for ConfigMap app-0 after kdag applied it")
 	}
 	other := f.get(&corev1.ConfigMap{}, "app-1")
@@ -25,10 +25,9 @@ func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the verified state of the deleted ConfigMap is forgotten", func() bool {
-		_, ok := f.c.verified.Load(cm.GetUID())
-		return !ok
+		return !f.c.engine.Verified(cm)
 	})
-	if _, ok := f.c.verified.Load(other.GetUID()); !ok {
+	if !f.c.engine.Verified(other) {
 		t.Error("the verified state of ConfigMap app-1, not deleted, was forgotten too")
 	}
 }

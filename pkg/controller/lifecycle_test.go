@@ -8,6 +8,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -305,7 +306,7 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 			if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != w.UID {
 				t.Errorf("adopted Secret owner references %+v, want the Widget", got.OwnerReferences)
 			}
-			if !hasManagerEntry(got, f.c.opts.FieldManager) {
+			if !slices.ContainsFunc(got.ManagedFields, func(mf metav1.ManagedFieldsEntry) bool { return mf.Manager == f.c.opts.FieldManager }) {
 				t.Errorf("adopted Secret has no managed-fields entry of %s", f.c.opts.FieldManager)
 			}
 			f.waitEvent("app", corev1.EventTypeNormal, "Adopted")

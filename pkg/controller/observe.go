@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,15 +40,6 @@ const (
 // startSpan starts a span of kdag's tracer (a no-op while tracing is off).
 func startSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	return tracing.Tracer().Start(ctx, name, opts...)
-}
-
-// endSpan records err (if any) on span and ends it.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
 }
 
 // startReconcileSpan starts the root span of a reconcile, linked to the reconcile that last

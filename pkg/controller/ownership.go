@@ -18,58 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// owns reports whether obj is owner's object, applied by this controller. Its controller owner
-// reference decides: owner's UID, or someone else's. Without one, obj is owner's only if it
-// cannot carry one (another namespace, cluster-scoped, kept: ownedByReference) and holds both
-// owner's UID label and an entry of kdag's field manager in its managed fields. A label alone never makes an
-// object kdag's: a user's renamed copy of a generated Secret keeps the labels, not the owner
-// reference (issue 20).
-func (c *Controller) owns(owner client.Object, obj metav1.Object) bool {
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		return ref.UID == owner.GetUID()
-	}
-	if expectsOwnerReference(owner, obj) {
-		return false
-	}
-	return obj.GetLabels()[kdagv1alpha1.LabelOwnerUID] == string(owner.GetUID()) && hasManagerEntry(obj, c.opts.FieldManager)
-}
-
-// expectsOwnerReference reports whether kdag gives obj an owner reference to owner: the
-// counterpart of ownedByReference for a live object, whose node may have left the graph.
-func expectsOwnerReference(owner client.Object, obj metav1.Object) bool {
-	return obj.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] != kdagv1alpha1.ResourcePolicyKeep &&
-		(owner.GetNamespace() == "" || obj.GetNamespace() == owner.GetNamespace())
-}
-
-// hasManagerEntry reports whether obj's managed fields hold an entry of fieldManager on the main
-// resource: its server-side applies, or the merge patch with which kdag takes ownership of an
-// object without rewriting it (applyOwnership).
-func hasManagerEntry(obj metav1.Object, fieldManager string) bool {
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == fieldManager && mf.Subresource == "" {
-			return true
-		}
-	}
-	return false
-}
-
-// hasOwnerLabels reports whether obj carries kdag's labels for owner and this controller.
-func (c *Controller) hasOwnerLabels(owner client.Object, obj metav1.Object) bool {
-	l := obj.GetLabels()
-	return l[kdagv1alpha1.LabelOwnerUID] == string(owner.GetUID()) && l[kdagv1alpha1.LabelController] == c.name && l[kdagv1alpha1.LabelManagedBy] == "kdag"
-}
-
-// refusal returns the AdoptionError for obj, which exists but is not owner's.
-func (c *Controller) refusal(owner client.Object, s *nodeSpec, obj metav1.Object) *AdoptionError {
-	e := &AdoptionError{Node: s.id, Annotation: c.adoptValue(owner, s.id.Namespace)}
-	if uid := obj.GetLabels()[kdagv1alpha1.LabelOwnerUID]; uid != "" && uid != string(owner.GetUID()) {
-		e.OtherOwnerUID = uid
-	} else {
-		e.Manager = foreignManager(obj.GetManagedFields(), c.opts.FieldManager)
-	}
-	return e
-}
-
 // DataKeyMissingError is the error of a ProtectsData node whose object is gone while the data it
 // opens exists: a new generated key would not open it, so kdag generates none. It is terminal
 // (the owner is Stalled with reason DataKeyMissing) until the object is restored or the data
@@ -164,7 +112,7 @@ func (c *Controller) checkProtectedData(ctx context.Context, owner client.Object
 	case !apierrors.IsNotFound(err):
 		return errors.Wrapf(err, "%s: read", s.id)
 	}
-	return &DataKeyMissingError{Node: s.id, Data: data, Annotation: c.adoptValue(owner, s.id.Namespace)}
+	return &DataKeyMissingError{Node: s.id, Data: data, Annotation: c.applyOwner(owner).AdoptValue(s.id.Namespace)}
 }
 
 // namespaced reports whether objects of gvk live in namespaces.
@@ -237,7 +185,7 @@ func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Objec
 	}
 	remaining := 0
 	for _, o := range objs {
-		if o.GetNamespace() == owner.GetNamespace() || !c.owns(owner, o) {
+		if o.GetNamespace() == owner.GetNamespace() || !c.engine.Owns(c.applyOwner(owner), o) {
 			continue // goes with the namespace, or not owner's
 		}
 		remaining++

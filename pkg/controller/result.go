@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"go.opentelemetry.io/otel/trace"
@@ -11,33 +13,6 @@ import (
 
 	"github.com/pkg/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-)
-
-// Action is what a reconcile did to a node's object. It reads well in logs, events and metrics.
-type Action string
-
-// Actions.
-const (
-	// ActionCreated: the object did not exist and was created.
-	ActionCreated Action = "created"
-	// ActionApplied: the object was applied because its desired state changed or drifted.
-	ActionApplied Action = "applied"
-	// ActionSkipped: the live object already matched; no write.
-	ActionSkipped Action = "skipped"
-	// ActionAdopted: an existing object kdag did not create was taken over (Adopt).
-	ActionAdopted Action = "adopted"
-	// ActionRefused: an existing object kdag did not create was left alone.
-	ActionRefused Action = "refused"
-	// ActionHeld: another writer keeps changing fields kdag owns and kdag paused reverting them
-	// (Options.DriftRepairLimit); the object was left as it is.
-	ActionHeld Action = "held"
-	// ActionPruned: the object was deleted because the graph no longer holds it.
-	ActionPruned Action = "pruned"
-	// ActionDeleted: the object was deleted during the owner's teardown.
-	ActionDeleted Action = "deleted"
-	// ActionOrphaned: a kept object (Keep, kdagv1alpha1.AnnotationResourcePolicy) left the graph or its owner
-	// was deleted: kdag released it instead of deleting it.
-	ActionOrphaned Action = "orphaned"
 )
 
 type nodeState int
@@ -54,7 +29,7 @@ const (
 type nodeResult struct {
 	spec        *nodeSpec
 	state       nodeState
-	action      Action
+	action      apply.Action
 	drifted     []string // fields another writer changed, repaired by this apply
 	message     string   // why the node is not ready
 	err         error
@@ -83,7 +58,7 @@ type outcome struct {
 	reason    string // reason of the terminal or transient error
 	// conflict is the first node held by the drift budget; the owner is requeued after
 	// requeueAfter, the earliest end of a pause.
-	conflict     *DriftConflictError
+	conflict     *apply.DriftConflictError
 	requeueAfter time.Duration
 
 	ready, waiting, failed, blocked, canceled int
@@ -99,12 +74,12 @@ func (r *outcome) summarize() {
 			r.waiting++
 		case stateFailed:
 			r.failed++
-			var conflict *DriftConflictError
+			var conflict *apply.DriftConflictError
 			if errors.As(n.err, &conflict) {
 				if r.conflict == nil {
 					r.conflict = conflict
 				}
-				r.requeueAt(conflict.retryAfter)
+				r.requeueAt(conflict.RetryAfter)
 				continue
 			}
 			if isTerminal(n.err) {

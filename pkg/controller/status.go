@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -251,26 +253,26 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		switch n.action {
-		case ActionCreated:
+		case apply.Created:
 			if n.live != nil { // the write went through
 				created = append(created, n.spec.id)
 			}
-		case ActionApplied:
+		case apply.Applied:
 			if len(n.drifted) > 0 {
 				c.event(owner, corev1.EventTypeNormal, "DriftRepaired", "Reverted changes by another writer to %s: %s",
 					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
 			} else if n.live != nil {
 				updated = append(updated, n.spec.id)
 			}
-		case ActionAdopted:
+		case apply.Adopted:
 			if n.live != nil { // the write went through
 				c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
 			}
-		case ActionHeld:
-			var conflict *DriftConflictError
-			if errors.As(n.err, &conflict) && conflict.started {
+		case apply.Held:
+			var conflict *apply.DriftConflictError
+			if errors.As(n.err, &conflict) && conflict.Started {
 				c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonDriftConflict, "%s (next repair attempt in %s)",
-					conflict.Error(), conflict.retryAfter)
+					conflict.Error(), conflict.RetryAfter)
 			}
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"github.com/pkg/errors"
@@ -69,7 +71,7 @@ func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (i
 	remaining := 0
 	var errs []string
 	for _, o := range objs {
-		if metav1.IsControlledBy(o, owner) || !c.owns(owner, o) {
+		if metav1.IsControlledBy(o, owner) || !c.engine.Owns(c.applyOwner(owner), o) {
 			continue // the garbage collector's, or not owner's
 		}
 		remaining++
@@ -96,7 +98,7 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 	}
 	live := make(map[NodeID]client.Object, len(objs))
 	for _, o := range objs {
-		if !c.owns(owner, o) {
+		if !c.engine.Owns(c.applyOwner(owner), o) {
 			continue // a copy that kept the labels: not owner's, not kdag's to delete
 		}
 		gvk := o.GetObjectKind().GroupVersionKind()
@@ -182,20 +184,20 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 // failed delete is returned: no watch event would resume the teardown, so the reconcile must
 // fail and be retried.
 func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object, id NodeID, o client.Object) error {
-	if kept(o) {
-		if err := c.orphan(ctx, owner, o); err != nil {
+	if apply.Kept(o) {
+		if err := c.engine.Orphan(ctx, c.applyOwner(owner), o); err != nil {
 			return errors.Wrapf(err, "teardown: orphan kept %s", id)
 		}
-		logFrom(ctx).Info("orphaned", "node", id.String(), "action", ActionOrphaned)
+		logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned)
 		c.event(owner, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (%s: %s)",
 			id, kdagv1alpha1.AnnotationResourcePolicy, kdagv1alpha1.ResourcePolicyKeep)
 		return nil
 	}
 	if o.GetDeletionTimestamp().IsZero() {
-		if err := c.deleteObject(ctx, o); err != nil {
+		if err := c.engine.Delete(ctx, o); err != nil {
 			return errors.Wrapf(err, "teardown: delete %s", id)
 		}
-		logFrom(ctx).Info("deleted", "node", id.String(), "action", ActionDeleted)
+		logFrom(ctx).Info("deleted", "node", id.String(), "action", apply.Deleted)
 		c.event(owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
 	}
 	return nil

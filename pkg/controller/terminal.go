@@ -2,58 +2,24 @@ package controller
 
 import (
 	"fmt"
-	"net/http"
 	"regexp"
-	"strings"
+
+	"github.com/kdag-dev/kdag/pkg/apply"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"github.com/pkg/errors"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // isTerminal reports whether err cannot be fixed by retrying, only by a change of the owner's
 // spec (design.md §2.9): a reconcile.TerminalError (an author's or a failed object's), or the
-// API server's own validation of an object kdag rendered (isRejectedAsInvalid). Everything else
+// API server's own validation of an object kdag rendered (apply.IsInvalid). Everything else
 // is transient: an admission webhook's or policy's denial, RBAC, a conflict, a 400 the server
 // gives for other reasons are fixed elsewhere, so they are retried with backoff and shown.
 func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil)) || isRejectedAsInvalid(err)
-}
-
-// isRejectedAsInvalid reports whether err is the API server's own validation refusing an
-// object: 422 Invalid with at least one cause that points into the object (a field path). A
-// ValidatingAdmissionPolicy's denial is also 422 Invalid, but its cause names no field, and an
-// admission webhook's denial says so in its message: both are policy decisions an
-// administrator can change, not spec errors.
-func isRejectedAsInvalid(err error) bool {
-	var status apierrors.APIStatus
-	if err == nil || !errors.As(err, &status) {
-		return false
-	}
-	st := status.Status()
-	if st.Code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid || deniedByAdmission(st.Message) {
-		return false
-	}
-	if st.Details == nil {
-		return false
-	}
-	for _, c := range st.Details.Causes {
-		if c.Field != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// deniedByAdmission reports whether an API error message comes from an admission webhook or an
-// admission policy (k8s.io/apiserver's webhook and policy plugins word them so).
-func deniedByAdmission(msg string) bool {
-	return strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
-		strings.Contains(msg, " denied request: ")
+	return errors.Is(err, reconcile.TerminalError(nil)) || apply.IsInvalid(err)
 }
 
 // reasoned is implemented by node errors that carry the condition reason the owner should show

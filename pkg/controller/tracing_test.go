@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	"github.com/opentracing/opentracing-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -88,9 +90,9 @@ func TestTracing_SpanTreeLinksAndBridge(t *testing.T) {
 		node, action, outcome string
 		errored               bool
 	}{
-		{node: "good", action: string(ActionSkipped), outcome: "Ready"},
-		{node: "svc", action: string(ActionSkipped), outcome: "Ready"},
-		{node: "bad", action: string(ActionCreated), outcome: "Failed", errored: true},
+		{node: "good", action: string(apply.Skipped), outcome: "Ready"},
+		{node: "svc", action: string(apply.Skipped), outcome: "Ready"},
+		{node: "bad", action: string(apply.Created), outcome: "Failed", errored: true},
 		{node: "after-bad", outcome: "Blocked"},
 	}
 	for _, tt := range tests {

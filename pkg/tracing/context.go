@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -89,4 +91,13 @@ func WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return otelhttp.NewTransport(rt, otelhttp.WithFilter(func(r *http.Request) bool {
 		return trace.SpanContextFromContext(r.Context()).IsValid()
 	}))
+}
+
+// EndSpan records err, if any, on span (as an event and the span's error status) and ends it.
+func EndSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

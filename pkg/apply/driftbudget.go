@@ -1,4 +1,4 @@
-package controller
+package apply
 
 import (
 	"fmt"
@@ -12,29 +12,34 @@ import (
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
-// DriftConflictError is a node's error when other field managers keep changing fields kdag owns
-// on the node's object and kdag has stopped reverting them for a while (see
-// Options.DriftRepairLimit). The object is left as the other writer set it; kdag tries one repair
-// again once the backoff has passed. Its message stays the same while the same managers fight
-// over the same fields, so it does not make the owner's status change on every reconcile.
+// DriftConflictError is Apply's error when other field managers keep changing fields kdag owns
+// on the object and kdag has stopped reverting them for a while (see Options.DriftRepairLimit).
+// The object is left as the other writer set it; kdag tries one repair again once the backoff
+// has passed. Its message stays the same while the same managers fight over the same fields, so
+// it does not make the owner's status change on every reconcile.
 type DriftConflictError struct {
-	// Node is the object fought over.
-	Node NodeID
+	// Object names the object fought over, "Kind namespace/name".
+	Object string
 	// FieldManager is kdag's field manager, which owns the fields.
 	FieldManager string
 	// Managers are the other field managers that changed the fields, sorted.
 	Managers []string
 	// Fields are the fields they changed, sorted, as resources.Drift renders them.
 	Fields []string
-
-	retryAfter time.Duration // until kdag tries a repair again
-	started    bool          // this reconcile started the pause: emit the event
+	// RetryAfter is how long until kdag tries a repair again.
+	RetryAfter time.Duration
+	// Started is true when this Apply started the pause (report it once).
+	Started bool
 }
 
 func (e *DriftConflictError) Error() string {
+	fields := strings.Join(e.Fields, ", ")
+	if len(fields) > 256 {
+		fields = fields[:253] + "..."
+	}
 	return fmt.Sprintf("%s: field manager %s keeps changing %s, owned by %s; kdag stopped reverting it and retries "+
 		"with backoff: stop the other writer, or leave the field to it by removing it from the object kdag applies",
-		e.Node, quoteJoin(e.Managers), truncate(strings.Join(e.Fields, ", "), 256), e.FieldManager)
+		e.Object, quoteJoin(e.Managers), fields, e.FieldManager)
 }
 
 func quoteJoin(names []string) string {
@@ -47,8 +52,8 @@ func quoteJoin(names []string) string {
 
 // newDriftConflict describes the conflict from the drifted fields; without them (fields removed
 // from kdag's own entry, see missingFields) the other writer is unknown.
-func newDriftConflict(id NodeID, fieldManager string, fields []resources.FieldDrift, paths []string) *DriftConflictError {
-	e := &DriftConflictError{Node: id, FieldManager: fieldManager}
+func newDriftConflict(object, fieldManager string, fields []resources.FieldDrift, paths []string) *DriftConflictError {
+	e := &DriftConflictError{Object: object, FieldManager: fieldManager}
 	for _, f := range fields {
 		e.Managers = append(e.Managers, f.Manager)
 		e.Fields = append(e.Fields, f.Path)
@@ -95,7 +100,7 @@ type driftDecision struct {
 	started bool          // when !repair: this drift started the pause
 }
 
-func newDriftBudget(o *Options) *driftBudget {
+func newDriftBudget(o Options) *driftBudget {
 	return &driftBudget{
 		limit: o.DriftRepairLimit, window: o.DriftRepairWindow, backoff: o.DriftBackoff, maxBackoff: o.DriftBackoffMax,
 		now: time.Now, objects: map[types.UID]*driftRecord{},

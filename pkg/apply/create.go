@@ -1,0 +1,124 @@
+package apply
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// create writes an object the cache does not hold. The cache only holds objects with kdag's
+// labels, so a miss does not tell a new object from one kdag did not create (or one the cache
+// has not seen yet). create applies the object on the condition that it does not exist
+// (CreateIfAbsent): one round trip for a new object, and a foreign object created between the
+// cache miss and the write is never overwritten. Only if something of that name exists does it
+// read the object to decide: refuse it, adopt it, or apply to its own. Every create is that
+// conditional apply: when the object it collided with is gone by the time it is read, create
+// tries the conditional apply again rather than writing unconditionally.
+func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.Unstructured, p Policy) (Change, error) {
+	const attempts = 3
+	gvk := desired.GroupVersionKind()
+	name := describe(desired, gvk)
+	existing := &metav1.PartialObjectMetadata{}
+	for attempt := 1; ; attempt++ {
+		switch err := e.CreateIfAbsent(ctx, desired); {
+		case err == nil:
+			return Change{Action: Created, Object: desired}, nil
+		case !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err):
+			return Change{Action: Created}, err
+		}
+		existing.SetGroupVersionKind(gvk)
+		err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+		switch {
+		case apierrors.IsNotFound(err) && attempt < attempts:
+			continue // deleted since the conditional apply: try it again
+		case apierrors.IsNotFound(err):
+			return Change{Action: Created}, errors.Errorf("%s: someone else keeps creating and deleting it while kdag creates it; kdag retries", name)
+		case err != nil:
+			return Change{}, errors.Wrapf(err, "%s: read", name)
+		}
+		break
+	}
+	if !e.Owns(owner, existing) {
+		if !e.mayAdopt(owner, p, existing) {
+			return Change{Action: Refused}, e.refusal(owner, desired, existing)
+		}
+		obj, err := e.adopt(ctx, desired, p)
+		return Change{Action: Adopted, Object: obj}, err
+	}
+	// Ours, but not in the cache: the watch is behind, the response to our write was lost, or
+	// someone removed kdag's labels (the cache holds labelled objects only). A create-only object
+	// is never written again but for its ownership (labels back); its content (a generated
+	// password) feeds the dependents unchanged. Others are applied as usual, labels included.
+	if p.CreateOnly && !hasOwnerLabels(owner, existing) {
+		obj, err := e.takeOwnership(ctx, desired)
+		return Change{Action: Applied, Object: obj}, err
+	}
+	if p.CreateOnly {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gvk)
+		if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+			return Change{}, errors.Wrapf(err, "%s: read", name)
+		}
+		return Change{Action: Skipped, Object: live}, nil
+	}
+	if err := e.apply(ctx, desired); err != nil {
+		return Change{Action: Applied}, err
+	}
+	return Change{Action: Applied, Object: desired}, nil
+}
+
+// adopt takes over an existing object that is not the owner's. A create-only node's object
+// keeps its content: only kdag's labels and the owner reference are set (takeOwnership), so a
+// password a user or Helm generated is never replaced. Any other object gets the desired object,
+// as on every later reconcile. It returns the object as the API server stored it.
+func (e *Engine) adopt(ctx context.Context, desired *unstructured.Unstructured, p Policy) (*unstructured.Unstructured, error) {
+	if p.CreateOnly {
+		return e.takeOwnership(ctx, desired)
+	}
+	if err := e.apply(ctx, desired); err != nil {
+		return nil, err
+	}
+	return desired, nil
+}
+
+// takeOwnership makes an existing object kdag's without touching anything else: desired's labels
+// and owner references are merged into it with a merge patch (an Update by kdag's field manager,
+// conditional on the object's resourceVersion). Not a server-side apply: an apply that leaves out
+// fields kdag's field manager owned before (an object kdag orphaned and now adopts again) would
+// delete them, a generated password among them. It returns the whole object from the API
+// server's response.
+func (e *Engine) takeOwnership(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	name := describe(desired, desired.GroupVersionKind())
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return nil, errors.Wrapf(err, "%s: read", name)
+	}
+	owned := live.DeepCopy()
+	lbls := owned.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	maps.Copy(lbls, desired.GetLabels())
+	owned.SetLabels(lbls)
+	refs := desired.GetOwnerReferences()
+	for _, ref := range live.GetOwnerReferences() {
+		if ref.Controller == nil || !*ref.Controller { // one controller: kdag's owner, if any
+			if !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+				refs = append(refs, ref)
+			}
+		}
+	}
+	owned.SetOwnerReferences(refs)
+	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
+	if err := e.client.Patch(ctx, owned, patch, client.FieldOwner(e.opts.FieldManager)); err != nil {
+		return nil, errors.Wrapf(err, "%s: take ownership", name)
+	}
+	return owned, nil
+}

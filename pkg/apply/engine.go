@@ -1,0 +1,251 @@
+package apply
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/resources/schemas"
+	"github.com/kdag-dev/kdag/pkg/tracing"
+)
+
+// Action is what the engine did to an object. It reads well in logs, events and span attributes.
+type Action string
+
+// Actions.
+const (
+	// Created: the object did not exist and was created.
+	Created Action = "created"
+	// Applied: the object was applied because its desired state changed, it drifted, or its
+	// labels were put back.
+	Applied Action = "applied"
+	// Skipped: the live object already matched; no write.
+	Skipped Action = "skipped"
+	// Adopted: an existing object that was not the owner's was taken over.
+	Adopted Action = "adopted"
+	// Refused: an existing object that is not the owner's was left alone.
+	Refused Action = "refused"
+	// Held: another writer keeps changing fields kdag owns and kdag paused reverting them.
+	Held Action = "held"
+	// Pruned: deleted, as the graph no longer holds it.
+	Pruned Action = "pruned"
+	// Deleted: deleted during the owner's teardown.
+	Deleted Action = "deleted"
+	// Orphaned: a kept object released instead of deleted.
+	Orphaned Action = "orphaned"
+)
+
+// Options configure an Engine. Every field states its default.
+type Options struct {
+	// FieldManager is the server-side apply field manager of every write. Required.
+	FieldManager string
+	// DriftRepairLimit is how many times the engine reverts other writers' changes to one object
+	// within DriftRepairWindow. The next change starts a pause: the object is left as the other
+	// writer set it and Apply returns a *DriftConflictError until the pause ends. Then one repair
+	// is tried; another change within DriftRepairWindow starts the next pause, twice as long. An
+	// object that stays as kdag left it for DriftRepairWindow starts over. Default: 5. Negative:
+	// no limit.
+	DriftRepairLimit int
+	// DriftRepairWindow is the time DriftRepairLimit counts repairs in. Default: 1 minute.
+	DriftRepairWindow time.Duration
+	// DriftBackoff is the length of the first pause. Default: 30 seconds.
+	DriftBackoff time.Duration
+	// DriftBackoffMax caps the pauses. Default: 10 minutes.
+	DriftBackoffMax time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.DriftRepairLimit == 0 {
+		o.DriftRepairLimit = 5
+	}
+	if o.DriftRepairWindow <= 0 {
+		o.DriftRepairWindow = time.Minute
+	}
+	if o.DriftBackoff <= 0 {
+		o.DriftBackoff = 30 * time.Second
+	}
+	if o.DriftBackoffMax <= 0 {
+		o.DriftBackoffMax = 10 * time.Minute
+	}
+	o.DriftBackoffMax = max(o.DriftBackoffMax, o.DriftBackoff)
+}
+
+// Engine applies objects with one field manager. It is safe for concurrent use; it remembers,
+// per object UID, the resourceVersion at which it last found the object as wanted (so that an
+// unchanged object costs no drift computation) and its drift repairs (the budget). Call Forget
+// when an object is deleted.
+type Engine struct {
+	client  client.Client // writes
+	reader  client.Reader // uncached reads, on collisions only
+	schemas *schemas.Provider
+	opts    Options
+	drift   *driftBudget
+	// verified: types.UID -> verifiedAt
+	verified sync.Map
+}
+
+// New returns an Engine that writes with c, reads existing objects it collides with through
+// reader (uncached: the caller's cache holds only kdag's objects), and types objects for the
+// missing-field check with schemas' converters. It returns an error when opts.FieldManager is
+// empty.
+func New(c client.Client, reader client.Reader, schemas *schemas.Provider, opts Options) (*Engine, error) {
+	if opts.FieldManager == "" {
+		return nil, errors.New("apply.New: empty field manager")
+	}
+	opts.defaults()
+	return &Engine{client: c, reader: reader, schemas: schemas, opts: opts, drift: newDriftBudget(opts)}, nil
+}
+
+// FieldManager returns the engine's field manager.
+func (e *Engine) FieldManager() string { return e.opts.FieldManager }
+
+// Owner is whom objects are applied for: its UID decides ownership, its kind and name make the
+// kdag.dev/adopt value that names it.
+type Owner struct {
+	// Object is the owner.
+	Object client.Object
+	// Kind is the owner's kind.
+	Kind string
+	// Controller is the kdag controller's name, the value of kdag.dev/controller.
+	Controller string
+}
+
+// AdoptValue is the kdag.dev/adopt value that names o on an object in namespace: "Kind/name" in
+// o's namespace, "Kind/namespace/name" elsewhere.
+func (o Owner) AdoptValue(namespace string) string {
+	if o.Object.GetNamespace() == namespace {
+		return o.Kind + "/" + o.Object.GetName()
+	}
+	return o.Kind + "/" + o.Object.GetNamespace() + "/" + o.Object.GetName()
+}
+
+// Policy is how a node's object may be written.
+type Policy struct {
+	// CreateOnly: created once, never written again but to take or restore ownership (a
+	// generated password).
+	CreateOnly bool
+	// Adopt: an existing object that is not the owner's is taken over.
+	Adopt bool
+}
+
+// Change is what Apply did.
+type Change struct {
+	// Action is what happened.
+	Action Action
+	// Object is the object as the API server holds it afterwards: the response to the write, or
+	// the live object converted when nothing was written. Nil when the object was refused or held,
+	// or the write failed.
+	Object *unstructured.Unstructured
+	// Drifted are the fields another writer had changed that this write repaired, sorted.
+	Drifted []string
+}
+
+// Apply brings desired to the cluster. desired is prepared for server-side apply (see
+// resources.Desired) and carries kdag's labels, its kdag.dev/desired-hash annotation and, where
+// one can be held, the owner reference; Apply may replace its content with the API server's
+// response. live is the object as the caller's cache holds it, or nil when the cache does not
+// hold it.
+//
+// Errors name the object. A refused object gives an *AdoptionError, a held repair a
+// *DriftConflictError; the API server's errors are wrapped (errors.As finds their status), with
+// advice when the server's validation or admission refused the object.
+func (e *Engine) Apply(ctx context.Context, owner Owner, desired *unstructured.Unstructured, live client.Object, p Policy) (Change, error) {
+	if live == nil {
+		return e.create(ctx, owner, desired, p)
+	}
+	return e.update(ctx, owner, desired, live, p)
+}
+
+// Forget drops what the engine remembers about the object uid (it was deleted).
+func (e *Engine) Forget(uid types.UID) {
+	e.verified.Delete(uid)
+	e.drift.forget(uid)
+}
+
+// describe names u in errors: "Kind namespace/name", or "Kind name".
+func describe(u metav1.Object, gvk schema.GroupVersionKind) string {
+	if u.GetNamespace() == "" {
+		return gvk.Kind + " " + u.GetName()
+	}
+	return gvk.Kind + " " + u.GetNamespace() + "/" + u.GetName()
+}
+
+// absentResourceVersion is the resourceVersion createIfAbsent applies with. An apply that
+// carries metadata.resourceVersion uses it as a precondition on an existing object (the API
+// server answers 409 Conflict when it differs), and the server drops it when the apply creates
+// the object. etcd's revision 1 is that of the empty store, before any write, so no object has
+// it: the apply creates the object or fails.
+const absentResourceVersion = "1"
+
+// CreateIfAbsent applies desired like a server-side apply, but only if no object of its name
+// exists: it returns a Conflict error (apierrors.IsConflict) without writing anything when one
+// does, so the existence check and the create are one atomic request. On success desired holds
+// the response, whose resourceVersion is the real one.
+func (e *Engine) CreateIfAbsent(ctx context.Context, desired *unstructured.Unstructured) error {
+	desired.SetResourceVersion(absentResourceVersion)
+	err := e.apply(ctx, desired)
+	if err != nil && desired.GetResourceVersion() == absentResourceVersion {
+		desired.SetResourceVersion("")
+	}
+	return err
+}
+
+// apply server-side applies desired with the engine's field manager, forcing ownership (kdag
+// only applies objects it created or was told to adopt), and leaves the response in desired.
+//
+// A custom resource (a child owner) gets the trace context of this call in an annotation, so its
+// own controller's reconcile links to this one. The annotation is left out of the desired hash
+// and set only here, on a write that happens anyway: it never causes a write.
+func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured) (err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "apply")
+	defer func() { tracing.EndSpan(span, err) }()
+	gvk := desired.GroupVersionKind()
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		if tp, ok := tracing.InjectAnnotation(ctx); ok {
+			setAnnotation(desired, tracing.AnnotationTraceParent, tp)
+		}
+	}
+	err = e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+		client.FieldOwner(e.opts.FieldManager), client.ForceOwnership)
+	name := describe(desired, gvk)
+	if IsInvalid(err) {
+		// Retrying cannot help: say what can.
+		return errors.Wrapf(err, "%s: apply refused, change the owner's spec that produces it", name)
+	}
+	if status := apierrors.APIStatus(nil); errors.As(err, &status) && DeniedByAdmission(status.Status().Message) {
+		return errors.Wrapf(err, "%s: apply denied by admission control, kdag retries: change the policy or webhook, or the owner's spec", name)
+	}
+	if err != nil {
+		return errors.Wrapf(err, "%s: apply", name)
+	}
+	// The response is the object as kdag wants it: nothing to check until it changes.
+	e.verified.Store(desired.GetUID(), verifiedAt{
+		resourceVersion: desired.GetResourceVersion(), desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]})
+	return nil
+}
+
+func setAnnotation(u *unstructured.Unstructured, key, value string) {
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[key] = value
+	u.SetAnnotations(ann)
+}
+
+// live converts a cached object to unstructured with gvk.
+func liveUnstructured(live client.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	u, err := resources.ToUnstructured(live, gvk)
+	return u, errors.Wrapf(err, "%s: convert live object", describe(live, gvk))
+}

@@ -1,0 +1,172 @@
+package apply
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/pkg/errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+)
+
+// Owns reports whether obj is owner's object, applied by this engine's field manager. Its
+// controller owner reference decides: owner's UID, or someone else's. Without one, obj is
+// owner's only if it cannot carry one (ExpectsOwnerReference is false: another namespace,
+// cluster-scoped, kept) and holds both owner's UID label and an entry of the engine's field
+// manager. A label alone never makes an object kdag's: a user's renamed copy of a generated
+// Secret keeps the labels, not the owner reference.
+func (e *Engine) Owns(owner Owner, obj metav1.Object) bool {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return ref.UID == owner.Object.GetUID()
+	}
+	if ExpectsOwnerReference(owner.Object, obj) {
+		return false
+	}
+	return obj.GetLabels()[kdagv1alpha1.LabelOwnerUID] == string(owner.Object.GetUID()) && hasManagerEntry(obj, e.opts.FieldManager)
+}
+
+// ExpectsOwnerReference reports whether kdag gives obj a controller owner reference to owner:
+// unless obj is kept (Kept), in another namespace than a namespaced owner, or cluster-scoped under
+// a namespaced owner (an owner reference cannot cross namespaces).
+func ExpectsOwnerReference(owner client.Object, obj metav1.Object) bool {
+	return !Kept(obj) && (owner.GetNamespace() == "" || obj.GetNamespace() == owner.GetNamespace())
+}
+
+// Kept reports whether obj's deletion policy is keep (kdag.dev/resource-policy: keep).
+func Kept(obj metav1.Object) bool {
+	return obj.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] == kdagv1alpha1.ResourcePolicyKeep
+}
+
+// hasManagerEntry reports whether obj's managed fields hold an entry of fieldManager on the main
+// resource: its server-side applies, or the merge patch with which kdag takes ownership of an
+// object without rewriting it (takeOwnership).
+func hasManagerEntry(obj metav1.Object, fieldManager string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == fieldManager && mf.Subresource == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasOwnerLabels reports whether obj carries kdag's labels for owner.
+func hasOwnerLabels(owner Owner, obj metav1.Object) bool {
+	l := obj.GetLabels()
+	return l[kdagv1alpha1.LabelOwnerUID] == string(owner.Object.GetUID()) && l[kdagv1alpha1.LabelController] == owner.Controller &&
+		l[kdagv1alpha1.LabelManagedBy] == "kdag"
+}
+
+// mayAdopt reports whether an existing object that is not owner's may be taken over: with the
+// Adopt policy, or when its kdag.dev/adopt annotation names owner.
+func (e *Engine) mayAdopt(owner Owner, p Policy, obj metav1.Object) bool {
+	if p.Adopt {
+		return true
+	}
+	want, ok := obj.GetAnnotations()[kdagv1alpha1.AnnotationAdopt]
+	if !ok {
+		return false
+	}
+	return want == owner.AdoptValue(obj.GetNamespace()) ||
+		want == owner.Kind+"/"+owner.Object.GetNamespace()+"/"+owner.Object.GetName()
+}
+
+// refusal returns the AdoptionError for obj, which exists but is not owner's.
+func (e *Engine) refusal(owner Owner, desired, obj metav1.Object) *AdoptionError {
+	u, _ := desired.(interface{ GetKind() string })
+	kind := ""
+	if u != nil {
+		kind = u.GetKind()
+	}
+	err := &AdoptionError{Object: describeKind(kind, obj), Annotation: owner.AdoptValue(obj.GetNamespace())}
+	if uid := obj.GetLabels()[kdagv1alpha1.LabelOwnerUID]; uid != "" && uid != string(owner.Object.GetUID()) {
+		err.OtherOwnerUID = uid
+	} else {
+		err.Manager = foreignManager(obj.GetManagedFields(), e.opts.FieldManager)
+	}
+	return err
+}
+
+func describeKind(kind string, obj metav1.Object) string {
+	if obj.GetNamespace() == "" {
+		return kind + " " + obj.GetName()
+	}
+	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// foreignManager names the field managers of an object kdag did not create, for the message.
+func foreignManager(entries []metav1.ManagedFieldsEntry, self string) string {
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if e.Manager != self {
+			seen[e.Manager] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "unknown"
+	}
+	return names[0]
+}
+
+// AdoptionError is Apply's error when the object exists but is not the owner's, which may not
+// adopt it. The object is left untouched.
+type AdoptionError struct {
+	// Object names the refused object, "Kind namespace/name".
+	Object string
+	// Manager is a field manager of the existing object, when it has no kdag owner at all.
+	Manager string
+	// OtherOwnerUID is set when the object belongs to another kdag owner.
+	OtherOwnerUID string
+	// Annotation is the kdag.dev/adopt value with which a user lets the owner adopt the object.
+	Annotation string
+}
+
+func (e *AdoptionError) Error() string {
+	if e.OtherOwnerUID != "" {
+		return fmt.Sprintf("%s exists and belongs to another owner (UID %s): rename one of them, or annotate it %s=%s to hand it over",
+			e.Object, e.OtherOwnerUID, kdagv1alpha1.AnnotationAdopt, e.Annotation)
+	}
+	return fmt.Sprintf("%s exists and was not created by kdag (field manager %q): delete it, or annotate it %s=%s "+
+		"to let this owner adopt it", e.Object, e.Manager, kdagv1alpha1.AnnotationAdopt, e.Annotation)
+}
+
+// IsInvalid reports whether err is the API server's own validation refusing an object: 422
+// Invalid with at least one cause that points into the object (a field path). A
+// ValidatingAdmissionPolicy's denial is also 422 Invalid, but its cause names no field, and an
+// admission webhook's denial says so in its message: both are policy decisions an administrator
+// can change, not errors of the object.
+func IsInvalid(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	st := status.Status()
+	if st.Code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid || DeniedByAdmission(st.Message) {
+		return false
+	}
+	if st.Details == nil {
+		return false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Field != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// DeniedByAdmission reports whether an API error message comes from an admission webhook or an
+// admission policy (k8s.io/apiserver's webhook and policy plugins word them so).
+func DeniedByAdmission(msg string) bool {
+	return strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
+		strings.Contains(msg, " denied request: ")
+}

@@ -1,0 +1,109 @@
+package apply
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/go-logr/logr"
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
+)
+
+// update decides whether a cached object needs a write and applies it if so. A repair of another
+// writer's changes is subject to the drift budget: once spent, update writes nothing and returns
+// a *DriftConflictError.
+func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.Unstructured, live client.Object, p Policy) (Change, error) {
+	gvk := desired.GroupVersionKind()
+	if !e.Owns(owner, live) {
+		if !e.mayAdopt(owner, p, live) {
+			return Change{Action: Refused}, e.refusal(owner, desired, live)
+		}
+		obj, err := e.adopt(ctx, desired, p)
+		return Change{Action: Adopted, Object: obj}, err
+	}
+	if p.CreateOnly && !hasOwnerLabels(owner, live) {
+		// Ours by its owner reference, but someone removed a label: put kdag's labels back.
+		obj, err := e.takeOwnership(ctx, desired)
+		return Change{Action: Applied, Object: obj}, err
+	}
+	liveU, err := liveUnstructured(live, gvk)
+	if err != nil {
+		return Change{}, err
+	}
+	if p.CreateOnly {
+		return Change{Action: Skipped, Object: liveU}, nil
+	}
+	hash := desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]
+	if e.isVerified(live, hash) {
+		return Change{Action: Skipped, Object: liveU}, nil
+	}
+	name := describe(desired, gvk)
+	fields, err := resources.DriftFields(liveU, desired, e.opts.FieldManager)
+	if err != nil {
+		return Change{}, errors.Wrapf(err, "%s: compare managed fields", name)
+	}
+	drifted := driftPaths(fields)
+	unchanged := liveU.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
+	if len(drifted) == 0 && unchanged {
+		missing, err := resources.MissingFields(liveU, desired, e.opts.FieldManager, e.schemas.WithContext(ctx))
+		if err != nil {
+			// Whether someone removed a field kdag set is unknown: apply, which repairs it if
+			// so, and which the verified record then spares the next calls.
+			logr.FromContextOrDiscard(ctx).Info("cannot check for fields removed by others; applying", "object", name, "error", err.Error())
+			unchanged = false
+		}
+		drifted = missing
+	}
+	if len(drifted) == 0 && unchanged {
+		e.verified.Store(live.GetUID(), verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash})
+		return Change{Action: Skipped, Object: liveU}, nil
+	}
+	if len(drifted) > 0 {
+		if d := e.drift.decide(live.GetUID()); !d.repair {
+			conflict := newDriftConflict(name, e.opts.FieldManager, fields, drifted)
+			conflict.RetryAfter, conflict.Started = d.hold, d.started
+			return Change{Action: Held}, conflict
+		}
+	}
+	if err := e.apply(ctx, desired); err != nil {
+		// Not a repair: only a write the API server accepted repairs anything.
+		return Change{Action: Applied}, err
+	}
+	return Change{Action: Applied, Object: desired, Drifted: drifted}, nil
+}
+
+// verifiedAt is the state in which the engine last found an object as it wants it.
+type verifiedAt struct {
+	resourceVersion, desiredHash string
+}
+
+// isVerified reports whether the engine found live, at its resourceVersion, as it wants it with
+// the desired hash hash: nothing changed the object since, so the drift check would find nothing.
+func (e *Engine) isVerified(live client.Object, hash string) bool {
+	v, ok := e.verified.Load(live.GetUID())
+	return ok && v.(verifiedAt) == verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash} &&
+		live.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
+}
+
+// driftPaths returns the distinct paths of fields, sorted.
+func driftPaths(fields []resources.FieldDrift) []string {
+	var paths []string
+	for _, f := range fields {
+		if len(paths) == 0 || paths[len(paths)-1] != f.Path {
+			paths = append(paths, f.Path)
+		}
+	}
+	return paths
+}
+
+// Verified reports whether the engine remembers obj as found the way it wants it at obj's
+// current resourceVersion: its next Apply with the same desired hash skips the drift check.
+func (e *Engine) Verified(obj metav1.Object) bool {
+	v, ok := e.verified.Load(obj.GetUID())
+	return ok && v.(verifiedAt).resourceVersion == obj.GetResourceVersion()
+}
