@@ -64,9 +64,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Namespace of the leader election Lease; empty means the namespace the manager runs in.")
 	fs.IntVar(&o.concurrency, "concurrency", 0, "Owners reconciled in parallel by each controller; 0 means kdag's default (4).")
 	o.perController = map[string]*int{}
-	for _, c := range controllers.Components() {
-		o.perController[c.Name] = fs.Int(c.Name+"-concurrency", 0,
-			fmt.Sprintf("Owners reconciled in parallel by the %s controller; 0 means --concurrency.", c.Name))
+	for _, c := range controllers.Components(nil) {
+		o.perController[c.Name()] = fs.Int(c.Name()+"-concurrency", 0,
+			fmt.Sprintf("Owners reconciled in parallel by the %s controller; 0 means --concurrency.", c.Name()))
 	}
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 	o.zap = zap.Options{}
@@ -115,18 +115,6 @@ func run(opts options) error {
 		return errors.Wrap(err, "load kubeconfig (set KUBECONFIG or run in a cluster)")
 	}
 	cfg.Wrap(tracing.WrapTransport) // API requests carry the reconcile's trace context
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress:  opts.probeAddr,
-		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        "kdag.kdag.dev",
-		LeaderElectionNamespace: opts.leaderElectNS,
-		Cache:                   controllers.CacheOptions(),
-	})
-	if err != nil {
-		return errors.Wrap(err, "create manager")
-	}
 	concurrency := map[string]int{}
 	for name, n := range opts.perController {
 		concurrency[name] = *n
@@ -134,7 +122,20 @@ func run(opts options) error {
 			concurrency[name] = opts.concurrency
 		}
 	}
-	if err := controllers.Setup(mgr, concurrency, controller.WithOperatorVersion(version)); err != nil {
+	components := controllers.Components(concurrency, controller.WithOperatorVersion(version))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "kdag.kdag.dev",
+		LeaderElectionNamespace: opts.leaderElectNS,
+		Cache:                   controller.CacheOptions(scheme, components...),
+	})
+	if err != nil {
+		return errors.Wrap(err, "create manager")
+	}
+	if err := controller.Setup(mgr, components); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

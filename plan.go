@@ -68,21 +68,21 @@ func runPlan(args []string, out io.Writer) error {
 
 // planner knows the owner kinds (from components) and their CRD schemas for defaulting.
 type planner struct {
-	managers map[schema.GroupKind]controller.ResourceManager
+	managers map[schema.GroupKind]controller.Component
 	schemas  map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps
 }
 
 func newPlanner() (*planner, error) {
 	p := &planner{
-		managers: map[schema.GroupKind]controller.ResourceManager{},
+		managers: map[schema.GroupKind]controller.Component{},
 		schemas:  map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps{},
 	}
-	for _, c := range controllers.Components() {
-		gvk, err := apiutil.GVKForObject(c.RM.NewEmpty(), scheme)
+	for _, c := range controllers.Components(nil) {
+		gvk, err := apiutil.GVKForObject(c.NewOwner(), scheme)
 		if err != nil {
 			return nil, err
 		}
-		p.managers[gvk.GroupKind()] = c.RM
+		p.managers[gvk.GroupKind()] = c
 	}
 	err := fs.WalkDir(crds.Bases, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -115,7 +115,7 @@ func (p *planner) decode(raw []byte, namespace string) ([]client.Object, error) 
 		} else if err != nil {
 			return nil, err
 		}
-		if len(u.Object) == 0 || p.managers[u.GroupVersionKind().GroupKind()] == nil {
+		if len(u.Object) == 0 || !p.known(u.GroupVersionKind().GroupKind()) {
 			continue
 		}
 		if u.GetNamespace() == "" {
@@ -153,7 +153,7 @@ func (p *planner) typed(u *unstructured.Unstructured) (client.Object, error) {
 func (p *planner) render(out io.Writer, owner client.Object, format string) ([]client.Object, error) {
 	gvk := owner.GetObjectKind().GroupVersionKind()
 	title := fmt.Sprintf("%s %s/%s", gvk.Kind, owner.GetNamespace(), owner.GetName())
-	plan, err := controller.NewPlan(context.Background(), p.managers[gvk.GroupKind()], owner, scheme, nil)
+	plan, err := p.managers[gvk.GroupKind()].Plan(context.Background(), owner, scheme, nil)
 	if err != nil {
 		return nil, errors.Wrap(err, title)
 	}
@@ -183,7 +183,7 @@ func (p *planner) render(out io.Writer, owner client.Object, format string) ([]c
 	}
 	var children []client.Object
 	for _, n := range plan.Nodes {
-		if p.managers[schema.GroupKind{Group: n.ID.Group, Kind: n.ID.Kind}] == nil {
+		if !p.known(schema.GroupKind{Group: n.ID.Group, Kind: n.ID.Kind}) {
 			continue
 		}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n.Object)
@@ -237,4 +237,10 @@ func applyDefaults(x any, s *apiextensionsv1.JSONSchemaProps) {
 			}
 		}
 	}
+}
+
+// known reports whether a component reconciles gk.
+func (p *planner) known(gk schema.GroupKind) bool {
+	_, ok := p.managers[gk]
+	return ok
 }

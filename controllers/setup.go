@@ -3,13 +3,6 @@
 package controllers
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-
 	"github.com/kdag-dev/kdag/controllers/gitea"
 	"github.com/kdag-dev/kdag/controllers/giteaserver"
 	"github.com/kdag-dev/kdag/controllers/postgresql"
@@ -17,42 +10,20 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
-// Component is one reconciled kind: the controller's name and its ResourceManager.
-type Component struct {
-	Name string
-	RM   controller.ResourceManager
-}
-
-// Components lists the reference operator's controllers.
-func Components() []Component {
-	return []Component{
-		{Name: "gitea", RM: gitea.ResourceManager{}},
-		{Name: "postgresql", RM: postgresql.ResourceManager{}},
-		{Name: "valkey", RM: valkey.ResourceManager{}},
-		{Name: "giteaserver", RM: giteaserver.ResourceManager{}},
-	}
-}
-
-// CacheOptions keeps built-in objects in the manager's cache only when a kdag controller applied
-// them. The child custom resources are owners too, so their controllers see them all.
-func CacheOptions() cache.Options {
-	return cache.Options{ByObject: controller.CacheByObject(
-		&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{},
-		&appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &networkingv1.Ingress{},
-	)}
-}
-
-// Setup registers every component's Controller with mgr. opts apply to all; concurrency maps a
-// controller name to its MaxConcurrentReconciles (missing or 0: the controller's default).
-func Setup(mgr ctrl.Manager, concurrency map[string]int, opts ...controller.Option) error {
-	for _, c := range Components() {
-		o := opts
-		if n := concurrency[c.Name]; n > 0 {
-			o = append(append([]controller.Option(nil), opts...), controller.WithMaxConcurrentReconciles(n))
+// Components lists the reference operator's controllers, each with opts (and, for the
+// controllers named in concurrency, its number of owners reconciled at once).
+func Components(concurrency map[string]int, opts ...controller.Option) []controller.Component {
+	with := func(name string) []controller.Option {
+		o := append([]controller.Option(nil), opts...)
+		if n := concurrency[name]; n > 0 {
+			o = append(o, controller.WithMaxConcurrentReconciles(n))
 		}
-		if _, err := controller.New(mgr, c.Name, c.RM, o...); err != nil {
-			return err
-		}
+		return o
 	}
-	return nil
+	return []controller.Component{
+		controller.For("gitea", gitea.ResourceManager{}, with("gitea")...),
+		controller.For("postgresql", postgresql.ResourceManager{}, with("postgresql")...),
+		controller.For("valkey", valkey.ResourceManager{}, with("valkey")...),
+		controller.For("giteaserver", giteaserver.ResourceManager{}, with("giteaserver")...),
+	}
 }

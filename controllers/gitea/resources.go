@@ -24,9 +24,6 @@ import (
 // ResourceManager reconciles Gitea objects.
 type ResourceManager struct{}
 
-// NewEmpty implements controller.ResourceManager.
-func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.Gitea{} }
-
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{&giteav1alpha1.PostgreSQL{}, &giteav1alpha1.Valkey{}, &giteav1alpha1.GiteaServer{}}
@@ -34,8 +31,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 
 // AddResources implements controller.ResourceManager. Each child gates its dependents on its
 // Ready condition (controller.ConditionReady), so the server starts on a database that runs.
-func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
-	g := owner.(*giteav1alpha1.Gitea)
+func (ResourceManager) AddResources(_ context.Context, g *giteav1alpha1.Gitea, b *controller.Builder) error {
 	childReady := controller.ReadyWhen(controller.ConditionReady)
 
 	var before []controller.Node

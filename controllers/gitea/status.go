@@ -3,30 +3,37 @@ package gitea
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
-type outputs struct {
-	Version string `json:"version,omitempty"`
-	URL     string `json:"url,omitempty"`
-}
-
 // ReportStatus implements controller.StatusReporter: the deployed version and the URL, from the
 // GiteaServer child's status.
-func (ResourceManager) ReportStatus(_ context.Context, owner client.Object, report controller.Report) (any, error) {
-	g := owner.(*giteav1alpha1.Gitea)
-	out := &outputs{Version: g.Status.Version, URL: g.Status.URL}
-	if n := report.Node(giteav1alpha1.GiteaServerKind, serverName(g)); n != nil && n.Object != nil {
-		if url, _, _ := unstructured.NestedString(n.Object.Object, "status", "url"); url != "" {
-			out.URL = url
-		}
-		if report.Ready {
-			out.Version, _, _ = unstructured.NestedString(n.Object.Object, "status", "version")
-		}
+func (ResourceManager) ReportStatus(_ context.Context, g *giteav1alpha1.Gitea, report controller.Report) error {
+	return reportStatus(g, report.Ready, report)
+}
+
+// graph is what reportStatus reads of a controller.Report: a node's object.
+type graph interface {
+	Get(obj client.Object) (bool, error)
+}
+
+// reportStatus sets g's own status from the graph of a reconcile (ready: every node Ready): the
+// server's URL as soon as it has one, its version once everything is ready.
+func reportStatus(g *giteav1alpha1.Gitea, ready bool, gr graph) error {
+	server := &giteav1alpha1.GiteaServer{ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: serverName(g)}}
+	found, err := gr.Get(server)
+	if err != nil || !found {
+		return err
 	}
-	return out, nil
+	if server.Status.URL != "" {
+		g.Status.URL = server.Status.URL
+	}
+	if ready {
+		g.Status.Version = server.Status.Version
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
@@ -20,8 +19,7 @@ import (
 // labels: at most 63 characters, no dots, starting with a letter), which a long Gitea name, or
 // one with a dot or a leading digit, breaks; and the managed database's StatefulSet name must
 // leave room for its pods' revision label (postgresql.MaxNameLength).
-func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
-	g := owner.(*giteav1alpha1.Gitea)
+func (ResourceManager) Validate(_ context.Context, g *giteav1alpha1.Gitea) error {
 	names := []string{
 		giteaserver.ServiceName(serverName(g)),
 		giteaserver.MigrationJobName(serverName(g), g.Spec.Version),

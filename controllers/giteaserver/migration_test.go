@@ -11,6 +11,7 @@ import (
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 )
 
 // upgrading is the defaulted GiteaServer at version 1.27.4 whose status records migration of
@@ -64,34 +65,27 @@ func TestAddResources_MigrationsNeverOverlapNorRepeat(t *testing.T) {
 // TestReportStatus_MigrationFollowsTheGraph: while an earlier migration runs, the status reports
 // it; a success recorded for this version stays when its Job is gone.
 func TestReportStatus_MigrationFollowsTheGraph(t *testing.T) {
-	oldNode := func(state kdagv1alpha1.NodeState) controller.NodeReport {
-		n := migrationJobNode(t, state, true) // a Job that exists
-		n.ID.Name = "demo-migrate-1-27-3"
-		return *n
-	}
-	curNode := func(state kdagv1alpha1.NodeState) controller.NodeReport {
-		return controller.NodeReport{ID: controller.NodeID{Group: "batch", Kind: "Job", Namespace: "default", Name: "demo-migrate-1-27-4"}, State: state}
-	}
+	oldJob, curJob := aJob("demo-migrate-1-27-3"), aJob("demo-migrate-1-27-4")
+	graph := func() *controllertest.Graph { return controllertest.NewGraph(t, scheme) }
 	for _, tc := range []struct {
 		name        string
 		server      *giteav1alpha1.GiteaServer
-		nodes       []controller.NodeReport
+		graph       *controllertest.Graph
 		wantVersion string
 		wantState   giteav1alpha1.MigrationState
 	}{
 		{"the earlier migration still runs", upgrading("1.27.3", giteav1alpha1.MigrationRunning),
-			[]controller.NodeReport{oldNode(kdagv1alpha1.NodeWaiting), curNode(kdagv1alpha1.NodeBlocked)}, "1.27.3", giteav1alpha1.MigrationRunning},
+			graph().With(oldJob, kdagv1alpha1.NodeWaiting).WithoutObject(curJob, kdagv1alpha1.NodeBlocked), "1.27.3", giteav1alpha1.MigrationRunning},
 		{"the earlier migration finished: the new one is pending", upgrading("1.27.3", giteav1alpha1.MigrationRunning),
-			[]controller.NodeReport{oldNode(kdagv1alpha1.NodeReady), curNode(kdagv1alpha1.NodeBlocked)}, "1.27.4", giteav1alpha1.MigrationPending},
+			graph().With(oldJob, kdagv1alpha1.NodeReady).WithoutObject(curJob, kdagv1alpha1.NodeBlocked), "1.27.4", giteav1alpha1.MigrationPending},
 		{"success recorded, Job gone", upgrading("1.27.4", giteav1alpha1.MigrationSucceeded),
-			[]controller.NodeReport{curNode(kdagv1alpha1.NodeReady)}, "1.27.4", giteav1alpha1.MigrationSucceeded},
+			graph().WithoutObject(curJob, kdagv1alpha1.NodeReady), "1.27.4", giteav1alpha1.MigrationSucceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := ResourceManager{}.ReportStatus(t.Context(), tc.server, controller.Report{Nodes: tc.nodes})
-			if err != nil {
+			if err := reportStatus(tc.server, false, tc.graph); err != nil {
 				t.Fatal(err)
 			}
-			m := out.(*outputs).Migration
+			m := tc.server.Status.Migration
 			if m == nil || m.Version != tc.wantVersion || m.State != tc.wantState {
 				t.Errorf("migration %+v, want version %s %s", m, tc.wantVersion, tc.wantState)
 			}

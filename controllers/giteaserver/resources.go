@@ -27,9 +27,6 @@ import (
 // ResourceManager reconciles GiteaServer objects.
 type ResourceManager struct{}
 
-// NewEmpty implements controller.ResourceManager.
-func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.GiteaServer{} }
-
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{
@@ -46,9 +43,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 // with the keys the server reads, the pods that need them wait, and the status says which Secret
 // to create. The generated keys and the repositories' claim live and die together (keyPolicy,
 // claimPolicy).
-func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
-	s := owner.(*giteav1alpha1.GiteaServer)
-
+func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaServer, b *controller.Builder) error {
 	database := b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name), controller.RequireKeys(
 		giteav1alpha1.DatabaseSecretHostKey, giteav1alpha1.DatabaseSecretPortKey, giteav1alpha1.DatabaseSecretUserKey,
 		giteav1alpha1.DatabaseSecretPasswordKey, giteav1alpha1.DatabaseSecretDatabaseKey))

@@ -25,9 +25,6 @@ import (
 // ResourceManager reconciles PostgreSQL objects.
 type ResourceManager struct{}
 
-// NewEmpty implements controller.ResourceManager.
-func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.PostgreSQL{} }
-
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
@@ -35,8 +32,8 @@ func (ResourceManager) OwnedTypes() []client.Object {
 
 // Validate implements controller.Validator: the name must leave room for the revision label of
 // the StatefulSet's pods (MaxNameLength). A name is a spec error: the error is terminal.
-func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
-	if err := ValidateName(owner.GetName()); err != nil {
+func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL) error {
+	if err := ValidateName(pg.Name); err != nil {
 		return reconcile.TerminalError(fmt.Errorf("the name is too long: %w; use a shorter name", err))
 	}
 	return nil
@@ -45,9 +42,7 @@ func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 // AddResources implements controller.ResourceManager: generated credentials, a headless
 // Service, and the StatefulSet that needs both. The PostgreSQL is Ready when the StatefulSet is.
 // The credentials and the data live and die together (credentialsPolicy).
-func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
-	pg := owner.(*giteav1alpha1.PostgreSQL)
-
+func (ResourceManager) AddResources(_ context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
 	credentials := b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
 	service := b.Add(headlessService(pg))
 	b.Add(statefulSet(pg), controller.DependsOn(credentials, service))

@@ -27,9 +27,6 @@ import (
 // ResourceManager reconciles Valkey objects.
 type ResourceManager struct{}
 
-// NewEmpty implements controller.ResourceManager.
-func (ResourceManager) NewEmpty() client.Object { return &giteav1alpha1.Valkey{} }
-
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{}}
@@ -42,8 +39,7 @@ var reserved = []string{"port", "bind", "dir", "daemonize", "save", "appendonly"
 // Validate implements controller.Validator. The CRD refuses the same at admission; this check
 // keeps an object admitted by an older schema from injecting directives: a reserved key in any
 // case, or a value with a line break, which valkey.conf would read as a directive of its own.
-func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
-	v := owner.(*giteav1alpha1.Valkey)
+func (ResourceManager) Validate(_ context.Context, v *giteav1alpha1.Valkey) error {
 	for _, k := range slices.Sorted(maps.Keys(v.Spec.Config)) {
 		if slices.Contains(reserved, strings.ToLower(k)) {
 			return reconcile.TerminalError(fmt.Errorf("spec.config[%q]: the operator owns %s: remove it", k, strings.Join(reserved, ", ")))
@@ -58,9 +54,7 @@ func (ResourceManager) Validate(_ context.Context, owner client.Object) error {
 
 // AddResources implements controller.ResourceManager: the configuration, the Deployment that
 // reads it (a configuration change rolls its pods), and the Service in front of it.
-func (ResourceManager) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
-	v := owner.(*giteav1alpha1.Valkey)
-
+func (ResourceManager) AddResources(_ context.Context, v *giteav1alpha1.Valkey, b *controller.Builder) error {
 	config := b.Add(configMap(v))
 	b.Add(deployment(v), controller.DependsOn(config))
 	b.Add(service(v))

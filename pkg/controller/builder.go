@@ -29,11 +29,6 @@ func (id NodeID) String() string {
 	return id.Kind + " " + id.Namespace + "/" + id.Name
 }
 
-// Mutation changes a desired object before it is applied. owner is the reconciled object.
-// Mutations run in order: prepended ones first, then appended ones, then kdag's own (labels,
-// owner reference, checksum annotations), so a mutation cannot remove what kdag needs.
-type Mutation func(ctx context.Context, owner, obj client.Object) error
-
 // ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
 // node. live has the type that was added. An error fails the node.
 type ReadyFunc func(live client.Object) (bool, error)
@@ -47,13 +42,21 @@ type Node struct {
 // ID returns the node's identifier.
 func (n Node) ID() NodeID { return n.id }
 
-// NodeOption configures a node in Builder.Add.
-type NodeOption func(*nodeSpec)
+// NodeOption configures a node in Builder.Add or Builder.Reference: DependsOn, After,
+// CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen.
+type NodeOption interface {
+	applyToNode(*nodeSpec)
+}
+
+// nodeOptionFunc is a NodeOption that is a function.
+type nodeOptionFunc func(*nodeSpec)
+
+func (f nodeOptionFunc) applyToNode(s *nodeSpec) { f(s) }
 
 // DependsOn makes the node wait until every given node is applied and ready. The given nodes
 // must come from earlier Add calls of the same Builder, which keeps the graph acyclic.
 func DependsOn(blockers ...Node) NodeOption {
-	return func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) }
+	return nodeOptionFunc(func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) })
 }
 
 // After makes the node wait until every given node is applied and ready, like DependsOn, but
@@ -62,17 +65,17 @@ func DependsOn(blockers ...Node) NodeOption {
 // whose content the node does not consume: a migration Job the server waits for. A blocker given
 // to both DependsOn and After counts as DependsOn.
 func After(blockers ...Node) NodeOption {
-	return func(s *nodeSpec) {
+	return nodeOptionFunc(func(s *nodeSpec) {
 		s.blockers = append(s.blockers, blockers...)
 		s.after = append(s.after, blockers...)
-	}
+	})
 }
 
 // Finished says the node's work is done, as the owner records it (a migration Job whose success
 // the owner's status holds): kdag never creates its object again. While the object exists it is
 // handled as usual (kept, not pruned, its readiness checked); once it is gone (a TTL, a clean-up)
 // the node is Ready without a write and without content. Give its dependents After edges to it.
-func Finished() NodeOption { return func(s *nodeSpec) { s.finished = true } }
+func Finished() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.finished = true }) }
 
 // ProtectsData says that the node's object opens data held by data (a generated database
 // password, for the database on a volume claim). Use it with CreateOnly. kdag creates the object
@@ -83,16 +86,16 @@ func Finished() NodeOption { return func(s *nodeSpec) { s.finished = true } }
 // watch of that kind (RBAC list and watch), never its content. Order the node before whatever
 // creates data (data's node After this one), so that a first deploy creates the key first.
 func ProtectsData(data client.Object) NodeOption {
-	return func(s *nodeSpec) { s.protects = data }
+	return nodeOptionFunc(func(s *nodeSpec) { s.protects = data })
 }
 
 // CreateOnly creates the object once and never writes it again (generated passwords and keys).
 // Its live content still feeds its dependents' checksums.
-func CreateOnly() NodeOption { return func(s *nodeSpec) { s.createOnly = true } }
+func CreateOnly() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.createOnly = true }) }
 
 // Adopt lets the node take over an existing object that kdag did not create. Without it such an
 // object is never written and the node fails with an adoption conflict.
-func Adopt() NodeOption { return func(s *nodeSpec) { s.adopt = true } }
+func Adopt() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.adopt = true }) }
 
 // RequireKeys names the keys that the dependents of a Builder.Reference to a Secret or a
 // ConfigMap read. Until the object holds every one of them (in data, binaryData or stringData)
@@ -101,7 +104,7 @@ func Adopt() NodeOption { return func(s *nodeSpec) { s.adopt = true } }
 // it every key counts and none is required. It applies to Reference nodes of those kinds only:
 // elsewhere it is a build error.
 func RequireKeys(keys ...string) NodeOption {
-	return func(s *nodeSpec) { s.requireKeys = append(s.requireKeys, keys...) }
+	return nodeOptionFunc(func(s *nodeSpec) { s.requireKeys = append(s.requireKeys, keys...) })
 }
 
 // Keep is the node's deletion policy "keep" (Helm's helm.sh/resource-policy: keep, Flux's
@@ -114,19 +117,11 @@ func RequireKeys(keys ...string) NodeOption {
 // the owner holds kdag's finalizer so that kdag can orphan it. The object carries
 // kdagv1alpha1.AnnotationResourcePolicy, which is what prune and teardown read; a user may set that
 // annotation on any object kdag applies to the same effect.
-func Keep() NodeOption { return func(s *nodeSpec) { s.keep = true } }
+func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true }) }
 
 // ReadyWhen replaces the kstatus readiness rule for the node.
-func ReadyWhen(fn ReadyFunc) NodeOption { return func(s *nodeSpec) { s.readyWhen = fn } }
-
-// AppendMutation adds a mutation that runs after the node's other mutations.
-func AppendMutation(m Mutation) NodeOption {
-	return func(s *nodeSpec) { s.mutations = append(s.mutations, m) }
-}
-
-// PrependMutation adds a mutation that runs before the node's other mutations.
-func PrependMutation(m Mutation) NodeOption {
-	return func(s *nodeSpec) { s.mutations = append([]Mutation{m}, s.mutations...) }
+func ReadyWhen(fn ReadyFunc) NodeOption {
+	return nodeOptionFunc(func(s *nodeSpec) { s.readyWhen = fn })
 }
 
 // nodeSpec is one node as AddResources declared it.
@@ -146,7 +141,6 @@ type nodeSpec struct {
 	// sorted and without duplicates.
 	requireKeys []string
 	readyWhen   ReadyFunc
-	mutations   []Mutation
 }
 
 // Builder records the nodes of one owner's graph during AddResources. It is not safe for
@@ -220,7 +214,7 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 		reference: reference,
 	}
 	for _, opt := range opts {
-		opt(s)
+		opt.applyToNode(s)
 	}
 	if err := checkOptions(verb, s); err != nil {
 		return b.fail(err)
@@ -273,7 +267,7 @@ func checkOptions(verb string, s *nodeSpec) error {
 		}
 		return nil
 	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || len(s.mutations) > 0 {
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {
@@ -301,6 +295,22 @@ func (b *Builder) defaultNamespace(obj client.Object, gvk schema.GroupVersionKin
 	return nil
 }
 
+// buildGraph builds owner's graph: it calls m's AddResources with a new Builder and returns the
+// Builder, the error AddResources returned (wrapped: a reconcile.TerminalError stays one), or a
+// *BuildError listing the mistakes AddResources made through the Builder. It is the one place a
+// graph is built, for reconcile, teardown and plan. owned nil leaves out the owned-type check.
+func buildGraph(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper,
+	owned map[schema.GroupKind]bool) (*Builder, error) {
+	b := newBuilder(owner, scheme, mapper, owned)
+	if err := m.addResources(ctx, owner, b); err != nil {
+		return nil, errors.Wrap(err, "AddResources")
+	}
+	if err := b.err(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // isNilPointer reports whether obj is a typed nil pointer (a nil *corev1.ConfigMap in a
 // client.Object), which obj == nil does not catch and whose methods would panic.
 func isNilPointer(obj client.Object) bool {
@@ -312,9 +322,6 @@ func (b *Builder) fail(err error) Node {
 	b.errs = append(b.errs, err)
 	return Node{index: -1}
 }
-
-// Len returns the number of nodes added so far.
-func (b *Builder) Len() int { return len(b.nodes) }
 
 // err returns every mistake made during AddResources, or nil.
 func (b *Builder) err() error {

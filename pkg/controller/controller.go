@@ -43,8 +43,8 @@ import (
 // and writes the owner's status. Create it with New.
 type Controller struct {
 	name     string
-	rm       ResourceManager
-	opts     Options
+	rm       manager
+	opts     options
 	client   client.Client // reads come from the manager's cache
 	reader   client.Reader // uncached; only when the cache cannot answer (see applyNode)
 	scheme   *runtime.Scheme
@@ -75,20 +75,30 @@ type ownedType struct {
 	indexed bool
 }
 
-// New creates the Controller named name for rm and registers it with mgr: it watches the owner
-// type (changes of generation, labels or annotations) and every owned type (any change of an
-// object whose controller owner reference points at an owner).
+// New creates the Controller named name for rm, whose owner type T it infers, and registers it
+// with mgr: it watches the owner type (changes of generation, labels or annotations) and every
+// owned type (any change of an object whose controller owner reference, or whose kdag labels,
+// point at an owner).
 //
 // It returns an error when name is empty, when rm declares no owned type, or when a type is not
 // in the manager's scheme — setup mistakes that should stop the process at start.
-func New(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Controller, error) {
-	c, err := newController(mgr, name, rm, opts...)
+func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
+	m, err := adapt(rm)
+	if err != nil {
+		return nil, errors.Wrapf(err, "controller %s", name)
+	}
+	return register(mgr, name, m, opts...)
+}
+
+// register creates the Controller of m and registers it with mgr (New without the type).
+func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Controller, error) {
+	c, err := newController(mgr, name, m, opts...)
 	if err != nil {
 		return nil, err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(rm.NewEmpty(), builder.WithPredicates(predicate.Or(
+		For(m.newOwner(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles})
 	if err := c.indexOwnersByUID(mgr); err != nil {
@@ -108,13 +118,16 @@ func New(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Co
 }
 
 // newController sets a Controller up without registering it with the manager.
-func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Option) (*Controller, error) {
+func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*Controller, error) {
 	if name == "" {
 		return nil, errors.New("controller.New: empty name")
 	}
-	var o Options
+	if b, ok := rm.(brokenManager); ok {
+		return nil, errors.Wrapf(b.err, "controller %s", name)
+	}
+	var o options
 	for _, opt := range opts {
-		opt(&o)
+		opt.applyTo(&o)
 	}
 	o.defaults(name)
 	c := &Controller{
@@ -147,22 +160,18 @@ func newController(mgr ctrl.Manager, name string, rm ResourceManager, opts ...Op
 	}); err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
 	}
-	_, isCleaner := rm.(Cleaner)
-	c.teardown = o.OrderedTeardown || isCleaner
+	c.teardown = o.OrderedTeardown || rm.isCleaner()
 
-	owner := rm.NewEmpty()
+	owner := rm.newOwner()
 	gvk, err := apiutil.GVKForObject(owner, c.scheme)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s: owner type %T is not in the manager's scheme", name, owner)
 	}
 	c.ownerGVK = gvk
 
-	ownedObjs := o.OwnedTypes
-	if ot, ok := rm.(OwnedTypes); ok {
-		ownedObjs = append(ownedObjs, ot.OwnedTypes()...)
-	}
+	ownedObjs := rm.ownedTypes()
 	if len(ownedObjs) == 0 {
-		return nil, errors.Errorf("controller %s: no owned types: implement OwnedTypes on %T or pass WithOwnedTypes", name, rm)
+		return nil, errors.Errorf("controller %s: no owned types: OwnedTypes of the %s ResourceManager returned none", name, gvk.Kind)
 	}
 	for _, obj := range ownedObjs {
 		gvk, err := apiutil.GVKForObject(obj, c.scheme)
@@ -210,7 +219,7 @@ const ownerUIDIndex = "kdag.dev/uid"
 
 // indexOwnersByUID indexes the cached owners by UID, for ownerByLabel.
 func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.NewEmpty(), ownerUIDIndex, func(o client.Object) []string {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.newOwner(), ownerUIDIndex, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
 	})
 }
@@ -277,7 +286,7 @@ func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 // another writer keeps changing (Options.DriftRepairLimit), it returns nil with RequeueAfter set
 // to the end of the pause.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	owner := c.rm.NewEmpty()
+	owner := c.rm.newOwner()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.metrics.ForgetOwner(c.name, req.String())
@@ -337,7 +346,7 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 // error only when the owner's finalizer could not be added (nothing ran).
 func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
 	r := &outcome{start: time.Now()}
-	specs, index := c.buildGraph(ctx, owner, r)
+	specs, index := c.prepareGraph(ctx, owner, r)
 	if specs == nil {
 		return r, nil
 	}
@@ -361,35 +370,33 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 	return r, nil
 }
 
-// buildGraph validates the owner and calls AddResources, under the "build graph" span. It
+// prepareGraph validates the owner and builds its graph (buildGraph), under the "build graph" span. It
 // returns nil nodes (and records the error in r) when the graph cannot be built.
-func (c *Controller) buildGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[NodeID]int) {
+func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[NodeID]int) {
 	ctx, span := startSpan(ctx, spanBuildGraph)
 	defer func() {
 		span.SetAttributes(attrNodes.Int(len(specs)))
 		tracing.EndSpan(span, firstErr(r.terminal, r.transient))
 	}()
-	if v, ok := c.rm.(Validator); ok {
-		if err := v.Validate(ctx, owner); err != nil {
-			if isTerminal(err) {
-				r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalid
-			} else {
-				r.transient, r.reason = errors.Wrapf(err, "%s %s: validate", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonValidationFailed
-			}
-			return nil, nil
-		}
-	}
-	b := newBuilder(owner, c.scheme, c.mapper, c.ownedKind)
-	if err := c.rm.AddResources(ctx, owner, b); err != nil {
+	if _, err := c.rm.validate(ctx, owner); err != nil {
 		if isTerminal(err) {
-			r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
+			r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalid
 		} else {
-			r.transient, r.reason = errors.Wrap(err, "AddResources"), kdagv1alpha1.ReasonBuildFailed
+			r.transient, r.reason = errors.Wrapf(err, "%s %s: validate", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonValidationFailed
 		}
 		return nil, nil
 	}
-	if err := b.err(); err != nil {
+	b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind)
+	var build *BuildError
+	switch {
+	case errors.As(err, &build):
 		r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
+		return nil, nil
+	case isTerminal(err):
+		r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
+		return nil, nil
+	case err != nil:
+		r.transient, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		return nil, nil
 	}
 	objs, err := c.watchedObjects(b.nodes)

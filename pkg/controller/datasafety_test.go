@@ -137,7 +137,7 @@ var phasedRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
 // Ready without being created again, and the Deployment that waited for it with After keeps its
 // pod template (the Job's content never fed its hash).
 func TestFinished_NotRecreatedAndOrderOnlyEdgeRollsNothing(t *testing.T) {
-	f := newFixture(t, phasedRM, WithOwnedTypes(&batchv1.Job{}, &corev1.PersistentVolumeClaim{}))
+	f := newFixture(t, phasedRM.owning(&batchv1.Job{}, &corev1.PersistentVolumeClaim{}))
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	_ = f.reconcile("app")
 	if !f.notFound(&appsv1.Deployment{}, "app") {
@@ -186,7 +186,7 @@ func completeJob(f *fixture, name string) {
 // not generated again when it is deleted while the claim exists: the owner is Stalled with
 // reason DataKeyMissing naming both, until the key is restored; with no data, a new key is made.
 func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
-	f := newFixture(t, phasedRM, WithOwnedTypes(&batchv1.Job{}, &corev1.PersistentVolumeClaim{}))
+	f := newFixture(t, phasedRM.owning(&batchv1.Job{}, &corev1.PersistentVolumeClaim{}))
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	_ = f.reconcile("app")
 	completeJob(f, "app-migrate")

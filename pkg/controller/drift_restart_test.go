@@ -30,14 +30,12 @@ import (
 // resource, with a set and CRD defaults).
 type listsRM struct{}
 
-func (listsRM) NewEmpty() client.Object { return &testapi.Widget{} }
-
 func (listsRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}, &testapi.Widget{}}
 }
 
-func (listsRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
-	w := owner.(*testapi.Widget)
+func (listsRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+	w := owner
 	labels := map[string]string{"app": w.Name}
 	if w.Labels[childLabel] != "" {
 		return nil // a child Widget has no graph of its own here

@@ -19,8 +19,8 @@ import (
 // validatingRM is widgetRM with a Validator that refuses maxReplicas 0.
 type validatingRM struct{ widgetRM }
 
-func (validatingRM) Validate(_ context.Context, owner client.Object) error {
-	if owner.(*testapi.Widget).Spec.MaxReplicas < 1 {
+func (validatingRM) Validate(_ context.Context, owner *testapi.Widget) error {
+	if owner.Spec.MaxReplicas < 1 {
 		return reconcile.TerminalError(errors.New("spec.maxReplicas must be at least 1"))
 	}
 	return nil
@@ -124,26 +124,26 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 	tests := []struct {
 		name string
-		rm   func(failures *atomic.Int32) ResourceManager
+		rm   func(failures *atomic.Int32) ResourceManager[*testapi.Widget]
 		// inject arranges for the ConfigMap node to fail in the next reconcile only.
 		inject func(f *fixture, failures *atomic.Int32)
 	}{
 		{
 			name: "API server answers 500 to the apply",
-			rm:   func(*atomic.Int32) ResourceManager { return widgetRM{readyDeployment: true} },
+			rm:   func(*atomic.Int32) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
 			inject: func(f *fixture, _ *atomic.Int32) {
 				f.calls.failNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
 			},
 		},
 		{
-			name: "a mutation fails once",
-			rm: func(failures *atomic.Int32) ResourceManager {
-				return widgetRM{readyDeployment: true, configOpts: []NodeOption{AppendMutation(
-					func(context.Context, client.Object, client.Object) error {
+			name: "a readiness check fails once",
+			rm: func(failures *atomic.Int32) ResourceManager[*testapi.Widget] {
+				return widgetRM{readyDeployment: true, configOpts: []NodeOption{ReadyWhen(
+					func(client.Object) (bool, error) {
 						if failures.Add(-1) >= 0 {
-							return errors.New("vault unreachable")
+							return false, errors.New("vault unreachable")
 						}
-						return nil
+						return true, nil
 					})}}
 			},
 			inject: func(_ *fixture, failures *atomic.Int32) { failures.Store(1) },

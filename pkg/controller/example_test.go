@@ -20,9 +20,11 @@ import (
 // cache is a ResourceManager: a ConfigMap, a Deployment that needs it, and a Service.
 type cache struct{}
 
-func (cache) NewEmpty() client.Object { return &testapi.Widget{} }
+func (cache) OwnedTypes() []client.Object {
+	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
+}
 
-func (cache) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
+func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Builder) error {
 	name := owner.GetName() + "-cache"
 	config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	deploy := b.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, controller.DependsOn(config))

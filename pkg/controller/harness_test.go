@@ -211,11 +211,11 @@ type fixture struct {
 	c     *Controller
 	calls *calls
 	cl    client.Client // uncached, for test setup and assertions
-	rm    ResourceManager
+	rm    ResourceManager[*testapi.Widget]
 	opts  []Option
 }
 
-func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
+func newFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
 	t.Helper()
 	return startFixture(t, fixtureConfig{}, rm, opts...)
 }
@@ -223,7 +223,7 @@ func newFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
 // newRegisteredFixture is newFixture with the Controller registered with the manager (New): its
 // watches reconcile owners by themselves, and tests wait for the effect rather than call
 // Reconcile.
-func newRegisteredFixture(t testing.TB, rm ResourceManager, opts ...Option) *fixture {
+func newRegisteredFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
 	t.Helper()
 	return startFixture(t, fixtureConfig{register: true}, rm, opts...)
 }
@@ -235,7 +235,7 @@ type fixtureConfig struct {
 	namespaces []string
 }
 
-func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager, opts ...Option) *fixture {
+func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ns: env.Namespace(t), calls: &calls{}, cl: env.Client, rm: rm, opts: opts}
 	namespaces := map[string]cache.Config{f.ns: {}}
@@ -249,7 +249,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager, opts ...Op
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
-			ByObject:          CacheByObject(&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}),
+			ByObject:          CacheOptions(scheme, For("widgets", funcRM{})).ByObject,
 		},
 		Controller: ctrlConfigSkipNameValidation(),
 	})
@@ -260,7 +260,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager, opts ...Op
 	if fc.register {
 		f.c, err = New(mgr, "widget-"+f.ns, rm, opts...)
 	} else {
-		f.c, err = newController(mgr, "widget-"+f.ns, rm, opts...)
+		f.c, err = newController(mgr, "widget-"+f.ns, mustAdapt(t, rm), opts...)
 	}
 	if err != nil {
 		t.Fatalf("new controller: %v", err)
@@ -284,7 +284,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager, opts ...Op
 // process would have: it remembers nothing of earlier reconciles.
 func (f *fixture) restart() {
 	f.t.Helper()
-	c, err := newController(f.mgr, f.c.name, f.rm, f.opts...)
+	c, err := newController(f.mgr, f.c.name, mustAdapt(f.t, f.rm), f.opts...)
 	if err != nil {
 		f.t.Fatalf("new controller: %v", err)
 	}
@@ -358,14 +358,12 @@ type widgetRM struct {
 	configOpts      []NodeOption // extra options of the "<name>-config" node
 }
 
-func (widgetRM) NewEmpty() client.Object { return &testapi.Widget{} }
-
 func (widgetRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}
 }
 
-func (rm widgetRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
-	w := owner.(*testapi.Widget)
+func (rm widgetRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+	w := owner
 	labels := map[string]string{"app": w.Name}
 	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data}, rm.configOpts...)
 	secret := b.Add(&corev1.Secret{
@@ -563,17 +561,33 @@ func condition(st kdagv1alpha1.Status, typ string) *metav1.Condition {
 // isTerminalErr reports whether err is a reconcile.TerminalError.
 func isTerminalErr(err error) bool { return errors.Is(err, reconcile.TerminalError(nil)) }
 
-// funcRM is a ResourceManager over Widgets whose graph is the add function.
+// mustAdapt erases rm's owner type, failing the test if it cannot.
+func mustAdapt(t testing.TB, rm ResourceManager[*testapi.Widget]) manager {
+	t.Helper()
+	m, err := adapt(rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// funcRM is a ResourceManager over Widgets whose graph is the add function; it owns ConfigMaps,
+// Secrets, Services, Deployments and the types in owned.
 type funcRM struct {
-	add func(w *testapi.Widget, b *Builder) error
+	add   func(w *testapi.Widget, b *Builder) error
+	owned []client.Object
 }
 
-func (funcRM) NewEmpty() client.Object { return &testapi.Widget{} }
-
-func (funcRM) OwnedTypes() []client.Object {
-	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}
+// owning returns rm owning the types of objs too.
+func (rm funcRM) owning(objs ...client.Object) funcRM {
+	rm.owned = append(append([]client.Object(nil), rm.owned...), objs...)
+	return rm
 }
 
-func (rm funcRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
-	return rm.add(owner.(*testapi.Widget), b)
+func (rm funcRM) OwnedTypes() []client.Object {
+	return append([]client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}, rm.owned...)
+}
+
+func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+	return rm.add(owner, b)
 }

@@ -34,7 +34,7 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 		}, DependsOn(remote))
 		return nil
 	}}
-	f := startFixture(t, fixtureConfig{register: true, namespaces: []string{other}}, rm, WithOwnedTypes(&rbacv1.ClusterRole{}))
+	f := startFixture(t, fixtureConfig{register: true, namespaces: []string{other}}, rm.owning(&rbacv1.ClusterRole{}))
 	ctx := context.Background()
 	w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 

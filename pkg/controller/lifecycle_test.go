@@ -222,7 +222,7 @@ func (f *fixture) failJob(name string) {
 // its owner Stalled with the Job's own reason and message (not a transient error retried for
 // ever); a new desired Job (a new version) clears it.
 func TestReadiness_FailedJobStallsOwnerUntilANewOneIsDesired(t *testing.T) {
-	f := newFixture(t, jobRM, WithOwnedTypes(&batchv1.Job{}))
+	f := newFixture(t, jobRM.owning(&batchv1.Job{}))
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"version": "1"}})
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
@@ -373,7 +373,7 @@ func TestIsTerminal_OnlySpecErrorsAreTerminal(t *testing.T) {
 		{"API server validation (422 with a field)", status(422, metav1.StatusReasonInvalid, `Service "x" is invalid: spec.ports[0].port: Invalid value: 0`, field), true},
 		{"wrapped API server validation", errors.Wrap(status(422, metav1.StatusReasonInvalid, "invalid", field), "apply"), true},
 		{"marked terminal by the author", reconcile.TerminalError(errors.New("bad spec")), true},
-		{"failed object", &ObjectFailedError{Reason: "BackoffLimitExceeded"}, true},
+		{"failed object", &objectFailedError{Reason: "BackoffLimitExceeded"}, true},
 		{"ValidatingAdmissionPolicy denial (422, no field)", status(422, metav1.StatusReasonInvalid,
 			"ValidatingAdmissionPolicy 'no-x' with binding 'b' denied request: no", metav1.StatusCause{Message: "denied"}), false},
 		{"webhook denial (400)", status(400, metav1.StatusReasonBadRequest, `admission webhook "policy.example.com" denied the request: no`), false},
@@ -472,8 +472,8 @@ func TestApply_AdmissionDenialIsRetriedNotStalled(t *testing.T) {
 // spec.data["db"] is "missing", and with a terminal one while maxReplicas is 0.
 type transientValidatingRM struct{ widgetRM }
 
-func (transientValidatingRM) Validate(_ context.Context, owner client.Object) error {
-	w := owner.(*testapi.Widget)
+func (transientValidatingRM) Validate(_ context.Context, owner *testapi.Widget) error {
+	w := owner
 	if w.Spec.MaxReplicas == 0 {
 		return reconcile.TerminalError(errors.New("spec.maxReplicas must be at least 1"))
 	}

@@ -2,14 +2,14 @@ package controller
 
 import "github.com/go-logr/logr"
 
-// MaxLogVerbosity is the most verbose level of the logger a reconcile runs with: lines of a higher
+// maxLogVerbosity is the most verbose level of the logger a reconcile runs with: lines of a higher
 // V level are dropped whatever the manager's logger allows (--zap-log-level). client-go logs the
 // bodies of API requests and responses at V(8) through the logger of the request's context
 // (contextual logging), and those bodies hold the data of the Secrets kdag creates. kdag's own
 // lines are at V(0) and V(1).
-const MaxLogVerbosity = 7
+const maxLogVerbosity = 7
 
-// capVerbosity returns l dropping lines above MaxLogVerbosity.
+// capVerbosity returns l dropping lines above maxLogVerbosity.
 func capVerbosity(l logr.Logger) logr.Logger {
 	sink := l.GetSink()
 	if sink == nil {
@@ -21,11 +21,11 @@ func capVerbosity(l logr.Logger) logr.Logger {
 	return l.WithSink(cappedSink{LogSink: sink})
 }
 
-// cappedSink is a logr.LogSink that is disabled above MaxLogVerbosity.
+// cappedSink is a logr.LogSink that is disabled above maxLogVerbosity.
 type cappedSink struct{ logr.LogSink }
 
 func (s cappedSink) Enabled(level int) bool {
-	return level <= MaxLogVerbosity && s.LogSink.Enabled(level)
+	return level <= maxLogVerbosity && s.LogSink.Enabled(level)
 }
 
 func (s cappedSink) WithValues(keysAndValues ...any) logr.LogSink {

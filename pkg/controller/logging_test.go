@@ -49,7 +49,7 @@ func TestReconcile_LogsNoRequestBodies(t *testing.T) {
 	if !reconciled {
 		t.Errorf("no \"reconciled\" line among %d: the logger was not used", len(lines))
 	}
-	if !logger.V(MaxLogVerbosity).Enabled() || capVerbosity(logger).V(MaxLogVerbosity+1).Enabled() {
-		t.Error("capVerbosity must keep V(MaxLogVerbosity) and drop the levels above it")
+	if !logger.V(maxLogVerbosity).Enabled() || capVerbosity(logger).V(maxLogVerbosity+1).Enabled() {
+		t.Error("capVerbosity must keep V(maxLogVerbosity) and drop the levels above it")
 	}
 }

@@ -28,7 +28,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	if c.namespaceTerminating(s.id.Namespace) {
 		return errNamespaceTerminating(s.id)
 	}
-	desired, err := c.desired(ctx, owner, s, results)
+	desired, err := c.desired(owner, s, results)
 	if err != nil {
 		return err
 	}
@@ -98,17 +98,12 @@ func (c *Controller) applyOwner(owner client.Object) apply.Owner {
 	return apply.Owner{Object: owner, Kind: c.ownerGVK.Kind, Controller: c.name}
 }
 
-// desired returns the node's object as it will be applied: the author's object with the node's
-// mutations, kdag's labels, the owner reference, the dependencies' hash and the desired hash.
-func (c *Controller) desired(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult) (*unstructured.Unstructured, error) {
+// desired returns the node's object as it will be applied: the author's object with
+// kdag's labels, the Keep annotation, the owner reference, the dependencies' hash and the desired hash.
+func (c *Controller) desired(owner client.Object, s *nodeSpec, results []nodeResult) (*unstructured.Unstructured, error) {
 	obj, ok := s.obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return nil, errors.Errorf("%s: object is not a client.Object", s.id)
-	}
-	for _, m := range s.mutations {
-		if err := m(ctx, owner, obj); err != nil {
-			return nil, errors.Wrapf(err, "%s: mutation", s.id)
-		}
 	}
 	lbls := obj.GetLabels()
 	if lbls == nil {

@@ -3,106 +3,100 @@ package controller
 import (
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/kdag-dev/kdag/pkg/metrics"
 )
 
-// Options configure a Controller. Every field states its default; pass them with the With…
-// functions.
-type Options struct {
-	// FieldManager is the server-side apply field manager of every write. Default: "kdag-" + the
-	// controller's name.
-	FieldManager string
-	// MaxParallelNodes bounds how many nodes of one graph are applied at once. Default: 32.
-	MaxParallelNodes int
-	// MaxConcurrentReconciles bounds how many owners are reconciled at once (controller-runtime
-	// never reconciles one owner twice at once). Default: 4, not controller-runtime's 1: a
-	// reconcile mostly waits on API round trips, so many owners converge faster with a few
-	// workers (BenchmarkScale measures it; docs/benchmarks.md has the numbers and the command).
+// Option is an optional setting of a Controller, given to New, For or Setup. Each With…
+// function says the default.
+type Option interface {
+	applyTo(*options)
+}
+
+// optionFunc is an Option that is a function.
+type optionFunc func(*options)
+
+func (f optionFunc) applyTo(o *options) { f(o) }
+
+// options are a Controller's settings; the With… functions document each field and its default.
+type options struct {
+	FieldManager            string
+	MaxParallelNodes        int
 	MaxConcurrentReconciles int
-	// OrderedTeardown holds a finalizer and deletes an owner's objects in reverse dependency
-	// order (dependents first) when the owner is deleted. Default: false (owner references let
-	// the garbage collector delete them in any order); implied by a Cleaner.
-	OrderedTeardown bool
-	// OperatorVersion is written into every owner's status. Default: "dev".
-	OperatorVersion string
-	// OwnedTypes add to the ResourceManager's OwnedTypes. Default: none.
-	OwnedTypes []client.Object
-	// Metrics records the kdag_ series. Default: registered once on controller-runtime's
-	// registry, which the manager's metrics endpoint serves.
-	Metrics *metrics.Metrics
-
-	// DriftRepairLimit is how many times kdag reverts other writers' changes to one object within
-	// DriftRepairWindow. The next change starts a pause: kdag leaves the object as the other
-	// writer set it, the node fails with a *DriftConflictError (the owner is Ready=False and
-	// Reconciling=True with reason DriftConflict, dependents wait), a Warning event DriftConflict
-	// names the other field managers and the fields, and the owner is requeued for when the pause
-	// ends. Then kdag repairs once more; another change within DriftRepairWindow starts the next
-	// pause, twice as long. An object that stays as kdag left it for DriftRepairWindow starts over.
-	// Default: 5. Negative: no limit, every change is reverted at once (two writers that disagree
-	// then write the object in turn, as fast as the API server allows).
-	DriftRepairLimit int
-	// DriftRepairWindow is the time DriftRepairLimit counts repairs in, and how long an object
-	// must stay unchanged after kdag's last repair to start over. Default: 1 minute.
-	DriftRepairWindow time.Duration
-	// DriftBackoff is the length of the first pause. Default: 30 seconds.
-	DriftBackoff time.Duration
-	// DriftBackoffMax caps the pauses, which double while the conflict goes on. Default: 10
-	// minutes.
-	DriftBackoffMax time.Duration
-
-	// ReferenceNamespaces are the namespaces whose objects Builder.Reference nodes may name: the
-	// Controller watches the metadata of the referenced kinds there (the manager needs RBAC list
-	// and watch on them). Default: all namespaces.
-	ReferenceNamespaces []string
+	OrderedTeardown         bool
+	OperatorVersion         string
+	Metrics                 *metrics.Metrics
+	DriftRepairLimit        int
+	DriftRepairWindow       time.Duration
+	DriftBackoff            time.Duration
+	DriftBackoffMax         time.Duration
+	ReferenceNamespaces     []string
 }
 
-// Option sets a field of Options.
-type Option func(*Options)
+// WithFieldManager sets the server-side apply field manager of every write. Default: "kdag-" and
+// the controller's name.
+func WithFieldManager(name string) Option {
+	return optionFunc(func(o *options) { o.FieldManager = name })
+}
 
-// WithFieldManager sets Options.FieldManager.
-func WithFieldManager(name string) Option { return func(o *Options) { o.FieldManager = name } }
+// WithMaxParallelNodes bounds how many nodes of one graph are applied at once. Default: 32.
+func WithMaxParallelNodes(n int) Option {
+	return optionFunc(func(o *options) { o.MaxParallelNodes = n })
+}
 
-// WithMaxParallelNodes sets Options.MaxParallelNodes.
-func WithMaxParallelNodes(n int) Option { return func(o *Options) { o.MaxParallelNodes = n } }
-
-// WithMaxConcurrentReconciles sets Options.MaxConcurrentReconciles.
+// WithMaxConcurrentReconciles bounds how many owners are reconciled at once (controller-runtime
+// never reconciles one owner twice at once). Default: 4, not controller-runtime's 1: a reconcile
+// mostly waits on API round trips, so many owners converge faster with a few workers
+// (BenchmarkScale measures it; docs/benchmarks.md has the numbers and the command).
 func WithMaxConcurrentReconciles(n int) Option {
-	return func(o *Options) { o.MaxConcurrentReconciles = n }
+	return optionFunc(func(o *options) { o.MaxConcurrentReconciles = n })
 }
 
-// WithOrderedTeardown sets Options.OrderedTeardown.
-func WithOrderedTeardown() Option { return func(o *Options) { o.OrderedTeardown = true } }
+// WithOrderedTeardown holds a finalizer and deletes an owner's objects in reverse dependency
+// order (dependents first) when the owner is deleted. Default: off (owner references let the
+// garbage collector delete them in any order); implied by a Cleaner.
+func WithOrderedTeardown() Option {
+	return optionFunc(func(o *options) { o.OrderedTeardown = true })
+}
 
-// WithOperatorVersion sets Options.OperatorVersion.
-func WithOperatorVersion(v string) Option { return func(o *Options) { o.OperatorVersion = v } }
+// WithOperatorVersion sets the version written into every owner's status. Default: "dev".
+func WithOperatorVersion(v string) Option {
+	return optionFunc(func(o *options) { o.OperatorVersion = v })
+}
 
-// WithMetrics sets Options.Metrics.
-func WithMetrics(m *metrics.Metrics) Option { return func(o *Options) { o.Metrics = m } }
+// WithMetrics sets where the kdag_ series are recorded. Default: registered once on
+// controller-runtime's registry, which the manager's metrics endpoint serves.
+func WithMetrics(m *metrics.Metrics) Option {
+	return optionFunc(func(o *options) { o.Metrics = m })
+}
 
-// WithDriftRepairLimit sets Options.DriftRepairLimit and Options.DriftRepairWindow: at most n
-// repairs of one object within window (0: the default window).
+// WithDriftRepairLimit sets how many times kdag reverts other writers' changes to one object
+// within window. The next change starts a pause: kdag leaves the object as the other writer set
+// it, the node fails (the owner is Ready=False and Reconciling=True with reason DriftConflict,
+// dependents wait), a Warning event DriftConflict names the other field managers and the fields,
+// and the owner is requeued for when the pause ends. Then kdag repairs once more; another change
+// within window starts the next pause, twice as long. An object that stays as kdag left it for
+// window starts over. Default: 5 within 1 minute (window 0: 1 minute). Negative n: no limit,
+// every change is reverted at once (two writers that disagree then write the object in turn, as
+// fast as the API server allows).
 func WithDriftRepairLimit(n int, window time.Duration) Option {
-	return func(o *Options) { o.DriftRepairLimit, o.DriftRepairWindow = n, window }
+	return optionFunc(func(o *options) { o.DriftRepairLimit, o.DriftRepairWindow = n, window })
 }
 
-// WithDriftBackoff sets Options.DriftBackoff and Options.DriftBackoffMax (0: the default).
+// WithDriftBackoff sets the length of the first pause of drift repairs and the cap of the
+// pauses, which double while the conflict goes on. Default: 30 seconds and 10 minutes (0: the
+// default).
 func WithDriftBackoff(initial, maxBackoff time.Duration) Option {
-	return func(o *Options) { o.DriftBackoff, o.DriftBackoffMax = initial, maxBackoff }
+	return optionFunc(func(o *options) { o.DriftBackoff, o.DriftBackoffMax = initial, maxBackoff })
 }
 
-// WithReferenceNamespaces sets Options.ReferenceNamespaces.
+// WithReferenceNamespaces sets the namespaces whose objects Builder.Reference nodes may name:
+// the Controller watches the metadata of the referenced kinds there (the manager needs RBAC list
+// and watch on them). Default: all namespaces.
 func WithReferenceNamespaces(namespaces ...string) Option {
-	return func(o *Options) { o.ReferenceNamespaces = append(o.ReferenceNamespaces, namespaces...) }
+	return optionFunc(func(o *options) { o.ReferenceNamespaces = append(o.ReferenceNamespaces, namespaces...) })
 }
 
-// WithOwnedTypes adds to Options.OwnedTypes.
-func WithOwnedTypes(objs ...client.Object) Option {
-	return func(o *Options) { o.OwnedTypes = append(o.OwnedTypes, objs...) }
-}
-
-func (o *Options) defaults(name string) {
+func (o *options) defaults(name string) {
 	if o.FieldManager == "" {
 		o.FieldManager = "kdag-" + name
 	}
@@ -115,17 +109,4 @@ func (o *Options) defaults(name string) {
 	if o.OperatorVersion == "" {
 		o.OperatorVersion = "dev"
 	}
-	if o.DriftRepairLimit == 0 {
-		o.DriftRepairLimit = 5
-	}
-	if o.DriftRepairWindow <= 0 {
-		o.DriftRepairWindow = time.Minute
-	}
-	if o.DriftBackoff <= 0 {
-		o.DriftBackoff = 30 * time.Second
-	}
-	if o.DriftBackoffMax <= 0 {
-		o.DriftBackoffMax = 10 * time.Minute
-	}
-	o.DriftBackoffMax = max(o.DriftBackoffMax, o.DriftBackoff)
 }

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// DataKeyMissingError is the error of a ProtectsData node whose object is gone while the data it
+// dataKeyMissingError is the error of a ProtectsData node whose object is gone while the data it
 // opens exists: a new generated key would not open it, so kdag generates none. It is terminal
 // (the owner is Stalled with reason DataKeyMissing) until the object is restored or the data
 // deleted, either of which the owner's watches see.
-type DataKeyMissingError struct {
+type dataKeyMissingError struct {
 	// Node is the node whose object is gone.
 	Node NodeID
 	// Data is the object holding the data (a volume claim).
@@ -32,18 +32,18 @@ type DataKeyMissingError struct {
 	Annotation string
 }
 
-func (e *DataKeyMissingError) Error() string {
+func (e *dataKeyMissingError) Error() string {
 	return fmt.Sprintf("%s is gone while %s, whose data it opens, exists: kdag does not generate a new one, which would "+
 		"not open the data; restore %s (from a backup, annotated %s=%s), or delete %s to start with empty data",
 		e.Node, e.Data, e.Node, kdagv1alpha1.AnnotationAdopt, e.Annotation, e.Data)
 }
 
 // Is makes errors.Is(err, reconcile.TerminalError(nil)) hold: only a person can help.
-func (e *DataKeyMissingError) Is(target error) bool {
+func (e *dataKeyMissingError) Is(target error) bool {
 	return errors.Is(reconcile.TerminalError(nil), target)
 }
 
-func (e *DataKeyMissingError) conditionReason() string { return kdagv1alpha1.ReasonDataKeyMissing }
+func (e *dataKeyMissingError) conditionReason() string { return kdagv1alpha1.ReasonDataKeyMissing }
 
 // watchedObjects returns the objects of specs whose changes must reconcile the owner although
 // the manager's cache does not hold them: the objects of Reference nodes, and, for ProtectsData
@@ -85,7 +85,7 @@ func (c *Controller) protectedData(s *nodeSpec) (NodeID, schema.GroupVersionKind
 	return NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}, gvk, nil
 }
 
-// checkProtectedData returns a *DataKeyMissingError when the object of the ProtectsData node s,
+// checkProtectedData returns a *dataKeyMissingError when the object of the ProtectsData node s,
 // which the cache does not hold, may not be created: the data it protects exists, and the object
 // does not (an uncached metadata read tells a missing object from one the cache does not hold,
 // such as a restored copy without kdag's labels, which the create path then adopts or refuses).
@@ -112,7 +112,7 @@ func (c *Controller) checkProtectedData(ctx context.Context, owner client.Object
 	case !apierrors.IsNotFound(err):
 		return errors.Wrapf(err, "%s: read", s.id)
 	}
-	return &DataKeyMissingError{Node: s.id, Data: data, Annotation: c.applyOwner(owner).AdoptValue(s.id.Namespace)}
+	return &dataKeyMissingError{Node: s.id, Data: data, Annotation: c.applyOwner(owner).AdoptValue(s.id.Namespace)}
 }
 
 // namespaced reports whether objects of gvk live in namespaces.

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -26,13 +25,14 @@ func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var running, peak atomic.Int32
-			slow := PrependMutation(func(context.Context, client.Object, client.Object) error {
+			// The readiness check runs inside the node's work: a slow one shows how many run at once.
+			slow := ReadyWhen(func(client.Object) (bool, error) {
 				n := running.Add(1)
 				defer running.Add(-1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
 				time.Sleep(30 * time.Millisecond)
-				return nil
+				return true, nil
 			})
 			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Builder) error {
 				for i := range tt.nodes {

@@ -46,20 +46,35 @@ type PlannedNode struct {
 	Reference bool
 	// RequireKeys are the keys a Reference node's object must hold (RequireKeys), sorted.
 	RequireKeys []string
-	// Object is the object as AddResources added it, before mutations. Secrets carry their
+	// Object is the object as AddResources added it. Secrets carry their
 	// generated values: never print them (see Plan's users for redaction).
 	Object client.Object
 }
 
-// NewPlan calls rm.AddResources for owner and returns the resulting graph. mapper may be nil:
-// then every object without a namespace gets the owner's, cluster-scoped kinds included. It returns the AddResources error, or a
-// *BuildError listing the Builder mistakes.
-func NewPlan(ctx context.Context, rm ResourceManager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
-	b := newBuilder(owner, scheme, mapper, nil)
-	if err := rm.AddResources(ctx, owner, b); err != nil {
-		return nil, errors.Wrap(err, "AddResources")
+// NewPlan builds owner's graph with rm, as a reconcile does (the same code, the same checks: a
+// node of a type rm does not declare in OwnedTypes is a mistake here too), without a cluster.
+// mapper may be nil: then every object without a namespace gets the owner's, cluster-scoped kinds
+// included. It returns the AddResources error, or a *BuildError listing the Builder mistakes.
+func NewPlan[T client.Object](ctx context.Context, rm ResourceManager[T], owner T, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
+	m, err := adapt(rm)
+	if err != nil {
+		return nil, err
 	}
-	if err := b.err(); err != nil {
+	return newPlan(ctx, m, owner, scheme, mapper)
+}
+
+// newPlan is NewPlan with the owner type erased.
+func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
+	owned := map[schema.GroupKind]bool{}
+	for _, obj := range m.ownedTypes() {
+		gvk, err := gvkOf(obj, scheme)
+		if err != nil {
+			return nil, errors.Wrap(err, "owned type")
+		}
+		owned[gvk.GroupKind()] = true
+	}
+	b, err := buildGraph(ctx, m, owner, scheme, mapper, owned)
+	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
@@ -117,12 +132,12 @@ func (p *Plan) WriteDOT(w io.Writer) error {
 	return g.WriteDOT(w, nil, graph.RenderOptions[NodeID]{Label: NodeID.String})
 }
 
-// RedactedValue replaces every value of a Secret's data and stringData in WriteText.
-const RedactedValue = "<generated when created; never printed>"
+// redactedValue replaces every value of a Secret's data and stringData in WriteText.
+const redactedValue = "<generated when created; never printed>"
 
 // WriteText writes the plan for reading and for golden files, as multi-document YAML: one
 // comment line per node in order, with its blockers and options, then each node's object as a YAML document (status and
-// creationTimestamp left out, every Secret value replaced by RedactedValue). The same plan
+// creationTimestamp left out, every Secret value replaced by redactedValue). The same plan
 // always gives the same bytes.
 func (p *Plan) WriteText(w io.Writer) error {
 	var b strings.Builder
@@ -203,7 +218,7 @@ func (n PlannedNode) yaml() ([]byte, error) {
 				continue
 			}
 			for k := range values {
-				values[k] = RedactedValue
+				values[k] = redactedValue
 			}
 		}
 	}

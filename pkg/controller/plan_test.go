@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +16,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -24,9 +25,11 @@ import (
 // a Deployment that needs both.
 type secretApp struct{}
 
-func (secretApp) NewEmpty() client.Object { return &testapi.Widget{} }
+func (secretApp) OwnedTypes() []client.Object {
+	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &appsv1.Deployment{}}
+}
 
-func (secretApp) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
+func (secretApp) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Builder) error {
 	name := owner.GetName()
 	secret := b.Add(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-secret"},

@@ -65,14 +65,12 @@ func TestConditionReady(t *testing.T) {
 // and of a ConfigMap that waits for the child.
 type childRM struct{}
 
-func (childRM) NewEmpty() client.Object { return &testapi.Widget{} }
-
 func (childRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (childRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
-	w := owner.(*testapi.Widget)
+func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+	w := owner
 	if strings.HasSuffix(w.Name, "-child") {
 		return nil
 	}

@@ -53,10 +53,10 @@ const (
 )
 
 // scaleRawWorkers returns how many owners the raw writer writes at once: as many as the requests
-// a kdag manager with default Options has in flight, MaxConcurrentReconciles × min(MaxParallelNodes,
+// a kdag manager with default options has in flight, MaxConcurrentReconciles × min(MaxParallelNodes,
 // children), each worker making one request at a time.
 func scaleRawWorkers() int {
-	var o Options
+	var o options
 	o.defaults("scale")
 	return o.MaxConcurrentReconciles * min(o.MaxParallelNodes, scaleChildren)
 }
@@ -86,7 +86,7 @@ type scaleCounts struct {
 // engine=kdag is a kdag manager as a reference operator would run it: controller.New with no
 // option (MaxConcurrentReconciles owners at a time, up to MaxParallelNodes nodes each), the client config of ctrl.GetConfig
 // (QPS -1: no client-side rate limit, the API server's priority and fairness decides), and a
-// cache of the namespace with CacheByObject for the children. engine=rawssa is the floor: a
+// cache of the namespace with CacheOptions for the children. engine=rawssa is the floor: a
 // process that learns of owners from an informer and, with scaleRawWorkers workers, server-side
 // applies the same 10 ConfigMaps (labels and owner reference included) and a Ready status per
 // owner, with no read, no hash, no event, at the same client QPS setting and in-flight limit.
@@ -454,11 +454,9 @@ func (c *scaleProcess) stop(b *testing.B) scaleCounts {
 // scaleRM is the kdag side of BenchmarkScale: n independent ConfigMaps per owner.
 type scaleRM struct{ children int }
 
-func (scaleRM) NewEmpty() client.Object { return &testapi.Widget{} }
-
 func (scaleRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (rm scaleRM) AddResources(_ context.Context, owner client.Object, b *Builder) error {
+func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
 	for i := range rm.children {
 		b.Add(scaleChildObject(owner, i))
 	}
@@ -580,7 +578,7 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			ByObject:          CacheByObject(&corev1.ConfigMap{}),
+			ByObject:          CacheOptions(scheme, For("scale", scaleRM{})).ByObject,
 		},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
@@ -43,12 +44,14 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	if err != nil {
 		return errors.Wrap(err, "convert status")
 	}
-	extra, err := c.reportStatus(ctx, owner, r)
+	own, err := c.reportStatus(ctx, owner, r)
 	if err != nil {
 		return err
 	}
-	for k, v := range extra {
-		content[k] = v
+	for k, v := range own {
+		if _, kdags := content[k]; !kdags && !slices.Contains(kdagStatusFields, k) {
+			content[k] = v
+		}
 	}
 	if !statusChanged(owner, content) {
 		return nil
@@ -56,24 +59,28 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	return c.applyStatus(ctx, owner, content)
 }
 
-// reportStatus asks a StatusReporter for the owner's own status fields.
+// reportStatus lets a StatusReporter set the owner's own status fields on a copy of the owner
+// and returns that copy's status (kdag's block is set by the caller): nil without a
+// StatusReporter.
 func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
-	sr, ok := c.rm.(StatusReporter)
-	if !ok {
-		return nil, nil
-	}
-	rep := Report{Ready: r.allReady(), Nodes: make([]NodeReport, len(r.nodes))}
+	rep := Report{Ready: r.allReady(), nodes: make([]nodeReport, len(r.nodes)), scheme: c.scheme, namespace: owner.GetNamespace()}
 	for i := range r.nodes {
 		n := &r.nodes[i]
-		rep.Nodes[i] = NodeReport{ID: n.spec.id, State: n.state.api(), Object: n.live}
+		rep.nodes[i] = nodeReport{id: n.spec.id, state: n.state.api(), object: n.live}
 	}
-	extra, err := sr.ReportStatus(ctx, owner, rep)
-	if err != nil || extra == nil {
+	reported, ok := owner.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, errors.Errorf("%T is not a client.Object", owner)
+	}
+	if has, err := c.rm.reportStatus(ctx, reported, rep); !has || err != nil {
 		return nil, errors.Wrapf(err, "%s %s: report status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(extra)
-	return content, errors.Wrapf(err, "%s %s: convert reported status %T (want a pointer to a struct)",
-		c.ownerGVK.Kind, client.ObjectKeyFromObject(owner), extra)
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(reported)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s %s: convert the reported status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	}
+	st, _, _ := unstructured.NestedMap(u, "status")
+	return st, nil
 }
 
 // statusChanged reports whether any field of content differs from the owner's live status.

@@ -50,11 +50,9 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 		logFrom(ctx).V(1).Info("waiting for objects to be deleted", "remaining", remaining)
 		return reconcile.Result{RequeueAfter: teardownRecheck}, nil
 	}
-	if cl, ok := c.rm.(Cleaner); ok {
-		if err := cl.Cleanup(ctx, owner); err != nil {
-			c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
-			return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
-		}
+	if _, err := c.rm.cleanup(ctx, owner); err != nil {
+		c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
+		return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
 	return c.removeFinalizer(ctx, owner)
 }
@@ -109,9 +107,8 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 	}
 
 	// The graph of the owner as it is now; without it, everything is "outside the graph".
-	b := newBuilder(owner, c.scheme, c.mapper, c.ownedKind)
 	var specs []*nodeSpec
-	if err := c.rm.AddResources(ctx, owner, b); err == nil && b.err() == nil {
+	if b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind); err == nil {
 		specs = b.nodes
 	}
 	inGraph := make(map[NodeID]bool, len(specs))

@@ -36,7 +36,7 @@ type cleanups struct {
 	leftover  []string // owned objects that still existed at each call
 }
 
-func (rm cleaningRM) Cleanup(ctx context.Context, owner client.Object) error {
+func (rm cleaningRM) Cleanup(ctx context.Context, owner *testapi.Widget) error {
 	var left []string
 	for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &appsv1.DeploymentList{}} {
 		if err := env.Client.List(ctx, list, client.InNamespace(owner.GetNamespace()),
@@ -98,13 +98,15 @@ func (f *fixture) deleteAndFinalize(name string, onErr func(error)) ([]error, ma
 func TestTeardown_DependentsDeletedBeforeBlockers(t *testing.T) {
 	tests := []struct {
 		name        string
-		rm          func(*cleanups) ResourceManager
+		rm          func(*cleanups) ResourceManager[*testapi.Widget]
 		opts        []Option
 		wantCleanup bool
 	}{
-		{name: "WithOrderedTeardown", rm: func(*cleanups) ResourceManager { return widgetRM{readyDeployment: true} },
+		{name: "WithOrderedTeardown", rm: func(*cleanups) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
 			opts: []Option{WithOrderedTeardown()}},
-		{name: "Cleaner", rm: func(c *cleanups) ResourceManager { return cleaningRM{widgetRM{readyDeployment: true}, c} },
+		{name: "Cleaner", rm: func(c *cleanups) ResourceManager[*testapi.Widget] {
+			return cleaningRM{widgetRM{readyDeployment: true}, c}
+		},
 			wantCleanup: true},
 	}
 	for _, tt := range tests {

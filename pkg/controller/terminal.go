@@ -37,13 +37,13 @@ func validReason(reason, fallback string) string {
 	return fallback
 }
 
-// ObjectFailedError is a node's error when its object failed for good as kstatus judges it
+// objectFailedError is a node's error when its object failed for good as kstatus judges it
 // (sigs.k8s.io/cli-utils/pkg/kstatus: a Job past its backoff limit or deadline, a Deployment
 // past its progress deadline, a resource with Stalled=True). It is terminal: the owner is
 // Stalled with the object's own reason and message, and is not retried until the owner
 // changes or the object's watch reports a change (a new desired object, such as a new migration
 // Job for a new version, or the failed object deleted so that kdag creates it again).
-type ObjectFailedError struct {
+type objectFailedError struct {
 	// Node is the failed node.
 	Node NodeID
 	// Reason is the object's reason for the failure (the reason of its Failed or Stalled
@@ -53,23 +53,23 @@ type ObjectFailedError struct {
 	Message string
 }
 
-func (e *ObjectFailedError) Error() string {
+func (e *objectFailedError) Error() string {
 	return fmt.Sprintf("%s failed (%s): %s", e.Node, e.Reason, e.Message)
 }
 
 // Is makes errors.Is(err, reconcile.TerminalError(nil)) hold: only a change helps.
-func (e *ObjectFailedError) Is(target error) bool {
+func (e *objectFailedError) Is(target error) bool {
 	return errors.Is(reconcile.TerminalError(nil), target)
 }
 
-func (e *ObjectFailedError) conditionReason() string { return e.Reason }
+func (e *objectFailedError) conditionReason() string { return e.Reason }
 
 // newObjectFailed describes the failure of live, which kstatus called Failed with
 // kstatusMessage: the reason and message of its first True condition of type Failed or Stalled
 // (a Job's Failed, a kstatus-style Stalled), or of a Progressing=False condition (a Deployment
 // past its progress deadline), else kstatus' message.
-func newObjectFailed(id NodeID, live *unstructured.Unstructured, kstatusMessage string) *ObjectFailedError {
-	e := &ObjectFailedError{Node: id, Reason: kdagv1alpha1.ReasonObjectFailed, Message: kstatusMessage}
+func newObjectFailed(id NodeID, live *unstructured.Unstructured, kstatusMessage string) *objectFailedError {
+	e := &objectFailedError{Node: id, Reason: kdagv1alpha1.ReasonObjectFailed, Message: kstatusMessage}
 	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)

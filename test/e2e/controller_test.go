@@ -21,7 +21,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -75,14 +74,11 @@ func run(m *testing.M) int {
 // Deployment to be Available.
 type rolloutRM struct{}
 
-func (rolloutRM) NewEmpty() client.Object { return &testapi.Widget{} }
-
 func (rolloutRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}}
 }
 
-func (rolloutRM) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
-	w := owner.(*testapi.Widget)
+func (rolloutRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
 	labels := map[string]string{"app": w.Name}
 	config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 	deploy := b.Add(&appsv1.Deployment{
@@ -101,12 +97,12 @@ func (rolloutRM) AddResources(_ context.Context, owner client.Object, b *control
 }
 
 // startManager runs a manager with one registered kdag controller until the test ends.
-func startManager(t *testing.T, name string, rm controller.ResourceManager) {
+func startManager(t *testing.T, name string, rm controller.ResourceManager[*testapi.Widget]) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(local.Config, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{ByObject: controller.CacheByObject(&corev1.ConfigMap{}, &appsv1.Deployment{})},
+		Cache:      controller.CacheOptions(scheme, controller.For(name, rm)),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

@@ -141,7 +141,7 @@ func waitGarbageCollector(ctx context.Context) error {
 	return nil
 }
 
-// startManager runs the reference operator as main does (controllers.Setup, CacheOptions),
+// startManager runs the reference operator as main does (controllers.Components, controller.Setup and CacheOptions),
 // limited to namespace ns so that tests do not see each other's objects, with operatorVersion
 // written into every owner's status. It returns a function that stops the manager and waits for
 // it; the test's cleanup calls it too. The manager's log goes to a file, named in the test log
@@ -159,7 +159,8 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheOpts := controllers.CacheOptions()
+	components := controllers.Components(nil, controller.WithOperatorVersion(operatorVersion))
+	cacheOpts := controller.CacheOptions(scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	mgr, err := ctrl.NewManager(local.Config, ctrl.Options{
 		Scheme:     scheme,
@@ -171,7 +172,7 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.Setup(mgr, nil, controller.WithOperatorVersion(operatorVersion)); err != nil {
+	if err := controller.Setup(mgr, components); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

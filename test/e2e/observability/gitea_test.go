@@ -35,6 +35,7 @@ import (
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -194,16 +195,17 @@ func startManager(t *testing.T) *manager {
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	cfg := rest.CopyConfig(local.Config)
 	cfg.Wrap(tracing.WrapTransport)
+	components := controllers.Components(nil)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: metricsAddr},
-		Cache:      controllers.CacheOptions(),
+		Cache:      controller.CacheOptions(scheme, components...),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.Setup(mgr, nil); err != nil {
+	if err := controller.Setup(mgr, components); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

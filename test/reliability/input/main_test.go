@@ -143,7 +143,7 @@ type operator struct {
 	stop   func()
 }
 
-// startOperator runs the reference operator as main.go does (controllers.Setup, CacheOptions,
+// startOperator runs the reference operator as main.go does (controllers.Components, controller.Setup and CacheOptions,
 // the API client instrumented for tracing), limited to the namespaces ns, with opts for every
 // controller. Every write it makes to the API server is counted. The test's cleanup stops it.
 func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operator {
@@ -152,7 +152,8 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	cfg := rest.CopyConfig(local.Config)
 	cfg.Wrap(tracing.WrapTransport)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counter: op.writes} })
-	cacheOpts := controllers.CacheOptions()
+	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion("reliability")}, opts...)...)
+	cacheOpts := controller.CacheOptions(scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 	for _, n := range ns {
 		cacheOpts.DefaultNamespaces[n] = cache.Config{}
@@ -166,7 +167,7 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.Setup(mgr, nil, append([]controller.Option{controller.WithOperatorVersion("reliability")}, opts...)...); err != nil {
+	if err := controller.Setup(mgr, components); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -35,7 +35,7 @@ func TestLeaderElection_FollowerTakesOverAfterLeaderDies(t *testing.T) {
 	members := []*member{{name: "one"}, {name: "two"}}
 	for _, mb := range members {
 		mb.crash = newCrash()
-		rm := appRM{onBuild: func(client.Object) {
+		rm := appRM{onBuild: func(*testapi.Widget) {
 			mb.builds.Add(1)
 			if !mb.m.elected() {
 				mb.early.Add(1)

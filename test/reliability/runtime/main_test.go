@@ -111,17 +111,14 @@ func TestMain(m *testing.M) {
 // every call, as a generator's would be: only CreateOnly keeps them stable.
 type appRM struct {
 	// onBuild, when set, is called at the start of every AddResources.
-	onBuild func(owner client.Object)
+	onBuild func(owner *testapi.Widget)
 }
-
-func (appRM) NewEmpty() client.Object { return &testapi.Widget{} }
 
 func (appRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}}
 }
 
-func (rm appRM) AddResources(_ context.Context, owner client.Object, b *controller.Builder) error {
-	w := owner.(*testapi.Widget)
+func (rm appRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
 	if rm.onBuild != nil {
 		rm.onBuild(w)
 	}
@@ -165,7 +162,7 @@ type managerOptions struct {
 	// log records the manager's log. Default: discarded.
 	log *logRecorder
 	// rm is the ResourceManager. Default: appRM{}.
-	rm controller.ResourceManager
+	rm controller.ResourceManager[*testapi.Widget]
 	// maxConcurrent is MaxConcurrentReconciles. Default: 1.
 	maxConcurrent int
 	// leaderElection turns leader election on, with a Lease in ns, short timings and no release
@@ -220,7 +217,7 @@ func newManager(t *testing.T, o managerOptions) *runningManager {
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{o.ns: {}},
-			ByObject:          controller.CacheByObject(&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}),
+			ByObject:          controller.CacheOptions(scheme, controller.For(controllerName, appRM{})).ByObject,
 		},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
