@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +51,7 @@ func parseOwner(u *unstructured.Unstructured) (t *ownerTree, ok bool, err error)
 		return t, false, err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &t.Status); err != nil {
-		return t, false, fmt.Errorf("%s %s: read status: %w", t.Kind, t.Name, err)
+		return t, false, errors.Wrapf(err, "%s %s: read status", t.Kind, t.Name)
 	}
 	isOwner := t.Status.Graph != nil ||
 		(t.Status.OperatorVersion != "" && meta.FindStatusCondition(t.Status.Conditions, kdagv1alpha1.ConditionReady) != nil)
@@ -104,7 +106,7 @@ func (r *reader) load(ctx context.Context, mapping *meta.RESTMapping, namespace,
 		if t.Namespace != "" {
 			where = " in namespace " + t.Namespace
 		}
-		return nil, fmt.Errorf("%s %s%s has no status.graph: it is not reconciled by a kdag controller, or has not been reconciled yet",
+		return nil, errors.Errorf("%s %s%s has no status.graph: it is not reconciled by a kdag controller, or has not been reconciled yet",
 			mapping.Resource.GroupResource(), name, where)
 	}
 	r.expand(ctx, t, depth)
@@ -118,7 +120,7 @@ func (r *reader) get(ctx context.Context, mapping *meta.RESTMapping, namespace, 
 	}
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("get %s %s: %w", mapping.Resource.GroupResource(), name, err)
+		return nil, errors.Wrapf(err, "get %s %s", mapping.Resource.GroupResource(), name)
 	}
 	return u, nil
 }

@@ -28,13 +28,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -126,10 +127,10 @@ func parseArgs(args []string, stderr io.Writer) (opts options, help bool, err er
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fs.Usage()
-		return opts, false, fmt.Errorf("missing command: want tree")
+		return opts, false, errors.Errorf("missing command: want tree")
 	}
 	if rest[0] != "tree" {
-		return opts, false, fmt.Errorf("unknown command %q: want tree", rest[0])
+		return opts, false, errors.Errorf("unknown command %q: want tree", rest[0])
 	}
 	switch rest = rest[1:]; {
 	case len(rest) == 1 && strings.Count(rest[0], "/") == 1:
@@ -137,18 +138,18 @@ func parseArgs(args []string, stderr io.Writer) (opts options, help bool, err er
 	case len(rest) == 2 && !strings.Contains(rest[0], "/"):
 		opts.typ, opts.name = rest[0], rest[1]
 	default:
-		return opts, false, fmt.Errorf("tree takes one object, TYPE/NAME or TYPE NAME; got %q", rest)
+		return opts, false, errors.Errorf("tree takes one object, TYPE/NAME or TYPE NAME; got %q", rest)
 	}
 	if opts.typ == "" || opts.name == "" {
-		return opts, false, fmt.Errorf("tree takes TYPE/NAME; got %q", strings.Join(rest, " "))
+		return opts, false, errors.Errorf("tree takes TYPE/NAME; got %q", strings.Join(rest, " "))
 	}
 	switch opts.output {
 	case "tree", "mermaid", "dot":
 	default:
-		return opts, false, fmt.Errorf("unknown output format %q: want tree, mermaid or dot", opts.output)
+		return opts, false, errors.Errorf("unknown output format %q: want tree, mermaid or dot", opts.output)
 	}
 	if opts.depth < 0 {
-		return opts, false, fmt.Errorf("--depth must not be negative, got %d", opts.depth)
+		return opts, false, errors.Errorf("--depth must not be negative, got %d", opts.depth)
 	}
 	return opts, false, nil
 }
@@ -161,12 +162,12 @@ func tree(ctx context.Context, opts options, stdout, stderr io.Writer) error {
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("create discovery client: %w", err)
+		return errors.Wrap(err, "create discovery client")
 	}
 	mapper := newMapper(dc, stderr)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("create dynamic client: %w", err)
+		return errors.Wrap(err, "create dynamic client")
 	}
 	r := &reader{client: dyn, mapper: mapper, warn: stderr}
 	mapping, err := resolveType(mapper, opts.typ)
@@ -214,11 +215,11 @@ func clientConfig(opts options) (*rest.Config, string, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("load kubeconfig: %w", err)
+		return nil, "", errors.Wrap(err, "load kubeconfig")
 	}
 	namespace, _, err := cc.Namespace()
 	if err != nil {
-		return nil, "", fmt.Errorf("load kubeconfig namespace: %w", err)
+		return nil, "", errors.Wrap(err, "load kubeconfig namespace")
 	}
 	cfg.UserAgent = "kubectl-kdag/" + version
 	cfg.QPS, cfg.Burst = 50, 100
@@ -230,7 +231,7 @@ func clientConfig(opts options) (*rest.Config, string, error) {
 func resolveType(mapper meta.RESTMapper, typ string) (*meta.RESTMapping, error) {
 	mapping, err := mappingFor(mapper, typ)
 	if err != nil {
-		return nil, fmt.Errorf("the server does not have a resource type %q: %w", typ, err)
+		return nil, errors.Wrapf(err, "the server does not have a resource type %q", typ)
 	}
 	return mapping, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pkg/errors"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -167,7 +169,7 @@ func drawable(t *ownerTree) ([]kdagv1alpha1.GraphNode, error) {
 		if !g.Truncated {
 			why = "and its status does not list them (an operator built before kdag published nodes)"
 		}
-		return nil, fmt.Errorf("%s %s has %d nodes, %s: use -o tree to see the ones not ready",
+		return nil, errors.Errorf("%s %s has %d nodes, %s: use -o tree to see the ones not ready",
 			t.Kind, t.Name, g.Total, why)
 	}
 	return g.Nodes, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -44,7 +46,7 @@ func (ResourceManager) Validate(_ context.Context, g *giteav1alpha1.Gitea) error
 	if len(problems) > 0 {
 		// The advice comes first: the condition message is capped, and a long name repeated in
 		// every problem would push it out.
-		return reconcile.TerminalError(fmt.Errorf("use a shorter name of lowercase letters, digits and '-' that starts with a letter: "+
+		return reconcile.TerminalError(errors.Errorf("use a shorter name of lowercase letters, digits and '-' that starts with a letter: "+
 			"the name %q gives invalid names to the objects derived from it (%s)", g.Name, strings.Join(problems, "; ")))
 	}
 	return nil

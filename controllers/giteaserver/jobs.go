@@ -1,7 +1,7 @@
 package giteaserver
 
 import (
-	"fmt"
+	"github.com/pkg/errors"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +79,7 @@ func withRestartNever(spec corev1.PodSpec) corev1.PodSpec {
 func jobFinished(live client.Object) (bool, error) {
 	job, ok := live.(*batchv1.Job)
 	if !ok {
-		return false, fmt.Errorf("%T is not a Job", live)
+		return false, errors.Errorf("%T is not a Job", live)
 	}
 	for _, c := range job.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {

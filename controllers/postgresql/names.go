@@ -1,7 +1,7 @@
 package postgresql
 
 import (
-	"fmt"
+	"github.com/pkg/errors"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/common"
@@ -40,7 +40,7 @@ const MaxNameLength = 52
 // ValidateName returns an error naming the StatefulSet when a PostgreSQL named pgName cannot run.
 func ValidateName(pgName string) error {
 	if len(pgName) > MaxNameLength {
-		return fmt.Errorf("StatefulSet %q: must be no more than %d characters, or its pods' controller-revision-hash "+
+		return errors.Errorf("StatefulSet %q: must be no more than %d characters, or its pods' controller-revision-hash "+
 			"label (the name and an 11-character hash) exceeds 63", pgName, MaxNameLength)
 	}
 	return nil

@@ -4,7 +4,8 @@ package postgresql
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/pkg/errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 // the StatefulSet's pods (MaxNameLength). A name is a spec error: the error is terminal.
 func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL) error {
 	if err := ValidateName(pg.Name); err != nil {
-		return reconcile.TerminalError(fmt.Errorf("the name is too long: %w; use a shorter name", err))
+		return reconcile.TerminalError(errors.Wrap(err, "the name is too long; use a shorter name"))
 	}
 	return nil
 }

@@ -4,10 +4,11 @@ package valkey
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,10 +43,10 @@ var reserved = []string{"port", "bind", "dir", "daemonize", "save", "appendonly"
 func (ResourceManager) Validate(_ context.Context, v *giteav1alpha1.Valkey) error {
 	for _, k := range slices.Sorted(maps.Keys(v.Spec.Config)) {
 		if slices.Contains(reserved, strings.ToLower(k)) {
-			return reconcile.TerminalError(fmt.Errorf("spec.config[%q]: the operator owns %s: remove it", k, strings.Join(reserved, ", ")))
+			return reconcile.TerminalError(errors.Errorf("spec.config[%q]: the operator owns %s: remove it", k, strings.Join(reserved, ", ")))
 		}
 		if strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(string(v.Spec.Config[k]), "\r\n") {
-			return reconcile.TerminalError(fmt.Errorf("spec.config[%q]: keys and values must be one line without spaces in keys: "+
+			return reconcile.TerminalError(errors.Errorf("spec.config[%q]: keys and values must be one line without spaces in keys: "+
 				"a line break starts a directive of its own", k))
 		}
 	}

@@ -4,9 +4,10 @@ package refop
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/pkg/errors"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +30,7 @@ func InstallCRDs(ctx context.Context, cl client.Client) error {
 		return err
 	}
 	if len(files) != 4 {
-		return fmt.Errorf("found %d CRD files in config/crd/bases, want 4: run `make manifests`", len(files))
+		return errors.Errorf("found %d CRD files in config/crd/bases, want 4: run `make manifests`", len(files))
 	}
 	for _, f := range files {
 		raw, err := fs.ReadFile(crd.Bases, f)
@@ -38,7 +39,7 @@ func InstallCRDs(ctx context.Context, cl client.Client) error {
 		}
 		want := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(raw, want); err != nil {
-			return fmt.Errorf("parse config/crd/%s: %w", f, err)
+			return errors.Wrapf(err, "parse config/crd/%s", f)
 		}
 		err = cl.Create(ctx, want)
 		if apierrors.IsAlreadyExists(err) {
@@ -49,7 +50,7 @@ func InstallCRDs(ctx context.Context, cl client.Client) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("install CRD %s: %w", want.Name, err)
+			return errors.Wrapf(err, "install CRD %s", want.Name)
 		}
 	}
 	lists := []client.ObjectList{
