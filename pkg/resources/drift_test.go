@@ -29,7 +29,7 @@ func entry(manager string, op metav1.ManagedFieldsOperationType, subresource, fi
 }
 
 // TestDrift_Rules runs Drift on hand-written managed fields, for the rules a real API server
-// rarely shows (see drift_envtest_test.go for the real thing).
+// rarely shows (see internal/apiserver/drift_test.go for the real thing).
 func TestDrift_Rules(t *testing.T) {
 	const upd, apply = metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
 	desired := obj(t, `
@@ -358,7 +358,7 @@ func thingConverter(t *testing.T) parserConverter {
 }
 
 // TestMissingFields_Rules runs MissingFields on hand-written Apply entries and a hand-written
-// schema, for each rule of its comment (see drift_envtest_test.go for the real API server).
+// schema, for each rule of its comment (see internal/apiserver/drift_test.go for the real API server).
 func TestMissingFields_Rules(t *testing.T) {
 	tc := thingConverter(t)
 	desired := obj(t, `

@@ -22,15 +22,8 @@ func TestMain(m *testing.M) {
 	// no-op provider set first is the baseline every test restores to.
 	otel.SetTracerProvider(noop.NewTracerProvider())
 
-	var opts []goleak.Option
-	if os.Getenv(envJaegerQuery) != "" {
-		// The OTLP HTTP exporter sends through a package-level http.Transport whose keep-alive
-		// connection to Jaeger outlives the exporter's Shutdown (until its 90 s idle timeout).
-		opts = append(opts,
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
-	}
-	goleak.VerifyTestMain(m, opts...)
+	// Export to a real Jaeger is tested in test/e2e/observability (TestTraceExport_OTLPProtocols).
+	goleak.VerifyTestMain(m)
 }
 
 // otelEnv are the variables these tests depend on; any other OTEL_* variable of the environment is

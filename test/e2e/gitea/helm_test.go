@@ -24,7 +24,7 @@ func TestHelmChart(t *testing.T) {
 	}
 	helm := filepath.Join(root, "bin", "helm")
 	if _, err := os.Stat(helm); err != nil {
-		t.Skipf("no helm at %s (`make tools-dev` builds it; `make test` builds only the cluster tools): %v", helm, err)
+		t.Fatalf("no helm at %s: `make test` (or `make tools-dev`) builds it: %v", helm, err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

@@ -38,13 +38,15 @@ type jaeger struct {
 	dir     string        // temporary directory: the config and the log
 	logPath string
 
-	// otlpGRPC is the OTLP gRPC endpoint (http://127.0.0.1:<port>), queryURL the query HTTP base URL.
-	otlpGRPC, queryURL string
+	// otlpGRPC and otlpHTTP are the OTLP gRPC and HTTP endpoints (http://127.0.0.1:<port>),
+	// queryURL the query HTTP base URL.
+	otlpGRPC, otlpHTTP, queryURL string
 }
 
 // Ports of hack/jaeger/config.yaml the tests need to find in the moved configuration.
 const (
 	configOTLPGRPCPort = "4317"
+	configOTLPHTTPPort = "4318"
 	configQueryPort    = "16686"
 	configHealthPort   = "13133"
 )
@@ -71,7 +73,7 @@ func startJaeger(ctx context.Context) (*jaeger, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []string{configOTLPGRPCPort, configQueryPort, configHealthPort} {
+	for _, p := range []string{configOTLPGRPCPort, configOTLPHTTPPort, configQueryPort, configHealthPort} {
 		if ports[p] == "" {
 			return nil, fmt.Errorf("hack/jaeger/config.yaml has no 127.0.0.1:%s any more: update %s", p, "test/e2e/observability")
 		}
@@ -86,6 +88,7 @@ func startJaeger(ctx context.Context) (*jaeger, error) {
 		logPath:  filepath.Join(dir, "jaeger.log"),
 		done:     make(chan struct{}),
 		otlpGRPC: "http://127.0.0.1:" + ports[configOTLPGRPCPort],
+		otlpHTTP: "http://127.0.0.1:" + ports[configOTLPHTTPPort],
 		queryURL: "http://127.0.0.1:" + ports[configQueryPort],
 	}
 	configPath := filepath.Join(dir, "config.yaml")
@@ -123,7 +126,7 @@ func startJaeger(ctx context.Context) (*jaeger, error) {
 		_ = j.stop()
 		return nil, fmt.Errorf("jaeger %s not ready: %w\n%s", bin, err, j.logTail(4096))
 	}
-	fmt.Fprintf(os.Stderr, "jaeger %s: OTLP gRPC %s, query %s, log %s\n", bin, j.otlpGRPC, j.queryURL, j.logPath)
+	fmt.Fprintf(os.Stderr, "jaeger %s: OTLP gRPC %s, OTLP HTTP %s, query %s, log %s\n", bin, j.otlpGRPC, j.otlpHTTP, j.queryURL, j.logPath)
 	return j, nil
 }
 

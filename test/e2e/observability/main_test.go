@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace/noop"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +54,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// OpenTelemetry's default global provider delegates, once and for good, to the first provider
+	// set: a tracer taken before then would keep the first test's (shut down) provider. A no-op
+	// provider set first makes every test's Setup count.
+	otel.SetTracerProvider(noop.NewTracerProvider())
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
 	os.Exit(mainCode(m))

@@ -1,4 +1,4 @@
-package resources
+package apiserver
 
 import (
 	"context"
@@ -18,12 +18,33 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/resources/schemas"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 const kdagManager = "kdag"
+
+// obj decodes a YAML manifest.
+func obj(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		t.Fatalf("parse manifest: %v\n%s", err, manifest)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		t.Fatalf("decode manifest: %v\n%s", err, manifest)
+	}
+	return u
+}
+
+// describe names u as "Kind namespace/name" for failure messages.
+func describe(u *unstructured.Unstructured) string {
+	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+}
 
 // desiredDeployment is what a ResourceManager would build: a typed Deployment prepared by Desired.
 func desiredDeployment(t *testing.T, ns string) *unstructured.Unstructured {
@@ -44,7 +65,7 @@ func desiredDeployment(t *testing.T, ns string) *unstructured.Unstructured {
 			},
 		},
 	}
-	u, err := Desired(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	u, err := resources.Desired(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +78,7 @@ func desiredConfigMap(t *testing.T, ns string) *unstructured.Unstructured {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg", Labels: map[string]string{"app": "web", "tier": "config"}},
 		Data:       map[string]string{"key": "value", "other": "x"},
 	}
-	u, err := Desired(cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	u, err := resources.Desired(cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +95,7 @@ func desiredService(t *testing.T, ns string) *unstructured.Unstructured {
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}
-	u, err := Desired(svc, corev1.SchemeGroupVersion.WithKind("Service"))
+	u, err := resources.Desired(svc, corev1.SchemeGroupVersion.WithKind("Service"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +109,7 @@ func apply(t *testing.T, u *unstructured.Unstructured, manager string, force boo
 		opts = append(opts, client.ForceOwnership)
 	}
 	if err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
-		t.Fatalf("apply %s as %s: %v", describeU(u), manager, err)
+		t.Fatalf("apply %s as %s: %v", describe(u), manager, err)
 	}
 }
 
@@ -97,7 +118,7 @@ func getLive(t *testing.T, like *unstructured.Unstructured) *unstructured.Unstru
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(like.GroupVersionKind())
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(like), live); err != nil {
-		t.Fatalf("get %s: %v", describeU(like), err)
+		t.Fatalf("get %s: %v", describe(like), err)
 	}
 	return live
 }
@@ -112,7 +133,7 @@ func foreignUpdate[T client.Object](t *testing.T, desired *unstructured.Unstruct
 	}
 	edit(obj)
 	if err := env.Client.Update(ctx, obj, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatalf("foreign update of %s: %v", describeU(desired), err)
+		t.Fatalf("foreign update of %s: %v", describe(desired), err)
 	}
 }
 
@@ -256,7 +277,7 @@ func TestDrift_AgainstAPIServer(t *testing.T) {
 				check = tt.check(desired)
 			}
 			live := getLive(t, desired)
-			got, err := Drift(live, check, kdagManager)
+			got, err := resources.Drift(live, check, kdagManager)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +336,7 @@ var (
 
 func desiredSecret(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := Desired(&corev1.Secret{
+	u, err := resources.Desired(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds", Labels: map[string]string{"app": "web"}},
 		StringData: map[string]string{"password": "s3cr3t"},
 	}, corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -328,7 +349,7 @@ func desiredSecret(t *testing.T, ns string) *unstructured.Unstructured {
 // desiredWidget is a custom resource whose CRD defaults two fields kdag does not set.
 func desiredWidget(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := Desired(&testapi.Widget{
+	u, err := resources.Desired(&testapi.Widget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child", Labels: map[string]string{"app": "web"}},
 		Spec:       testapi.WidgetSpec{Replicas: ptr.To[int32](2), Components: []string{"a", "b"}, Data: map[string]string{"k": "v"}},
 	}, testapi.GroupVersion.WithKind("Widget"))
@@ -437,7 +458,7 @@ func TestMissingFields_AgainstAPIServer(t *testing.T) {
 				tt.edit(t, desired)
 			}
 			live := getLive(t, desired)
-			got, err := MissingFields(live, desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion()))
+			got, err := resources.MissingFields(live, desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -450,7 +471,7 @@ func TestMissingFields_AgainstAPIServer(t *testing.T) {
 			// kdag applies again: nothing is missing any more.
 			apply(t, desired, kdagManager, true)
 			live = getLive(t, desired)
-			if got, err := MissingFields(live, desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion())); err != nil || got != nil {
+			if got, err := resources.MissingFields(live, desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion())); err != nil || got != nil {
 				t.Errorf("after kdag's re-apply MissingFields = %q, %v; want nil\nmanaged fields: %s", got, err, dumpManagedFields(live))
 			}
 		})
@@ -468,7 +489,7 @@ func TestMissingFields_AgainstAPIServer(t *testing.T) {
 		} {
 			misfit := desired.DeepCopy()
 			misfit.Object[field] = "s3cr3t"
-			_, err := MissingFields(getLive(t, desired), misfit, kdagManager, typeConverter(t, corev1.SchemeGroupVersion))
+			_, err := resources.MissingFields(getLive(t, desired), misfit, kdagManager, typeConverter(t, corev1.SchemeGroupVersion))
 			if err == nil {
 				t.Fatalf("%s: no error", field)
 			}
@@ -491,7 +512,7 @@ func TestMissingFields_AgainstAPIServer(t *testing.T) {
 		if err := env.Client.Create(context.Background(), cm, client.FieldOwner(kdagManager)); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := MissingFields(getLive(t, desired), desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion())); err != nil || got != nil {
+		if got, err := resources.MissingFields(getLive(t, desired), desired, kdagManager, typeConverter(t, desired.GroupVersionKind().GroupVersion())); err != nil || got != nil {
 			t.Errorf("MissingFields without an Apply entry = %q, %v; want nil, nil", got, err)
 		}
 	})
