@@ -4,8 +4,8 @@
 // readiness, prune and status.
 //
 // Engine.Apply takes a desired object that carries kdag's labels, its desired-hash annotation
-// and, where one can be held, the owner reference (pkg/controller prepares it), the live object
-// from a cache (or nil) and the node's policy, and returns a Change: the Action (created,
+// and, where one can be held, the owner reference (Desired prepares it, as the Controller does
+// for every node), the live object from a cache (or nil) and the node's policy, and returns a Change: the Action (created,
 // applied, skipped, adopted, refused, held), the object as the API server holds it afterwards,
 // and the fields another writer had changed that the write repaired. It:
 //

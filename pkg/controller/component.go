@@ -74,7 +74,12 @@ func Setup(mgr ctrl.Manager, components []Component, opts ...Option) error {
 		}
 		needs = append(needs, c.accessNeeded()...)
 	}
-	return errors.Wrap(mgr.Add(rbacCheck{client: mgr.GetClient(), mapper: mgr.GetRESTMapper(), needs: needs}), "controller.Setup: add the RBAC check")
+	var o options
+	for _, opt := range opts {
+		opt.applyTo(&o)
+	}
+	check := rbacCheck{client: mgr.GetClient(), needs: needs, namespaces: o.WatchNamespaces}
+	return errors.Wrap(mgr.Add(check), "controller.Setup: add the RBAC check")
 }
 
 // CacheOptions returns the manager cache options for components: for each type they own and none
@@ -126,7 +131,8 @@ func (a access) String() string {
 	return r + ": " + a.verb
 }
 
-// accessNeeded lists what the Controller does with its owner type and owned types.
+// accessNeeded lists what the Controller does with its owner type and owned types, and its
+// events. Namespaces and referenced kinds are left out: the Controller copes without them.
 func (c *Controller) accessNeeded() []access {
 	var out []access
 	add := func(gvk schema.GroupVersionKind, sub string, verbs ...string) {
@@ -144,6 +150,11 @@ func (c *Controller) accessNeeded() []access {
 	for _, t := range c.owned {
 		add(t.gvk, "", "get", "list", "watch", "create", "update", "patch", "delete")
 	}
+	// The Controller's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
+	// user loses the Warning events that say what failed.
+	for _, v := range []string{"create", "patch"} {
+		out = append(out, access{group: "events.k8s.io", resource: "events", verb: v})
+	}
 	return out
 }
 
@@ -151,8 +162,9 @@ func (c *Controller) accessNeeded() []access {
 // the manager may do what its Controllers need, and fails the start with every rule missing.
 type rbacCheck struct {
 	client client.Client
-	mapper meta.RESTMapper
 	needs  []access
+	// namespaces are where to ask (WithWatchNamespaces); none: cluster-wide.
+	namespaces []string
 }
 
 // Start implements manager.Runnable.
@@ -173,6 +185,10 @@ func (r rbacCheck) NeedLeaderElection() bool { return false }
 
 // missing returns the needed accesses the API server denies, sorted and without duplicates.
 func (r rbacCheck) missing(ctx context.Context) ([]string, error) {
+	namespaces := r.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""} // all namespaces
+	}
 	seen := map[access]bool{}
 	var missing []string
 	for _, a := range r.needs {
@@ -180,14 +196,22 @@ func (r rbacCheck) missing(ctx context.Context) ([]string, error) {
 			continue
 		}
 		seen[a] = true
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: a.group, Resource: a.resource, Subresource: a.subresource, Verb: a.verb},
-		}}
-		if err := r.client.Create(ctx, review); err != nil {
-			return nil, errors.Wrapf(err, "ask whether the manager may %s", a)
-		}
-		if !review.Status.Allowed {
-			missing = append(missing, a.String())
+		for _, ns := range namespaces {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Group: a.group, Resource: a.resource, Subresource: a.subresource, Verb: a.verb,
+				},
+			}}
+			if err := r.client.Create(ctx, review); err != nil {
+				return nil, errors.Wrapf(err, "ask whether the manager may %s", a)
+			}
+			if !review.Status.Allowed {
+				where := ""
+				if ns != "" {
+					where = " in namespace " + ns
+				}
+				missing = append(missing, a.String()+where)
+			}
 		}
 	}
 	sort.Strings(missing)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
@@ -98,52 +97,12 @@ func (c *Controller) applyOwner(owner client.Object) apply.Owner {
 	return apply.Owner{Object: owner, Kind: c.ownerGVK.Kind, Controller: c.name}
 }
 
-// desired returns the node's object as it will be applied: the author's object with
-// kdag's labels, the Keep annotation, the owner reference, the dependencies' hash and the desired hash.
+// desired returns the node's object as it will be applied (apply.Desired): the author's object
+// with kdag's labels, the Keep annotation, the owner reference, the dependencies' hash and the
+// desired hash.
 func (c *Controller) desired(owner client.Object, s *nodeSpec, results []nodeResult) (*unstructured.Unstructured, error) {
-	obj, ok := s.obj.DeepCopyObject().(client.Object)
-	if !ok {
-		return nil, errors.Errorf("%s: object is not a client.Object", s.id)
-	}
-	lbls := obj.GetLabels()
-	if lbls == nil {
-		lbls = map[string]string{}
-	}
-	lbls[kdagv1alpha1.LabelManagedBy] = "kdag"
-	lbls[kdagv1alpha1.LabelController] = c.name
-	lbls[kdagv1alpha1.LabelOwnerUID] = string(owner.GetUID())
-	obj.SetLabels(lbls)
-	if s.keep {
-		ann := obj.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[kdagv1alpha1.AnnotationResourcePolicy] = kdagv1alpha1.ResourcePolicyKeep
-		obj.SetAnnotations(ann)
-	}
-	if ownedByReference(owner, s) {
-		obj.SetOwnerReferences(nil)
-		if err := controllerutil.SetControllerReference(owner, obj, c.scheme); err != nil {
-			return nil, errors.Wrapf(err, "%s: set owner reference", s.id)
-		}
-	}
-
-	u, err := resources.Desired(obj, s.gvk)
-	if err != nil {
-		return nil, errors.Wrapf(err, "%s: prepare for apply", s.id)
-	}
-	if depHash := dependenciesHash(s, results); depHash != "" {
-		setAnnotation(u, depHash, kdagv1alpha1.AnnotationDependenciesHash)
-		if err := annotatePodTemplate(u, kdagv1alpha1.AnnotationDependenciesHash, depHash); err != nil {
-			return nil, errors.Wrapf(err, "%s: annotate pod template", s.id)
-		}
-	}
-	hash, err := resources.DesiredHash(u, kdagv1alpha1.AnnotationDesiredHash, tracing.AnnotationTraceParent)
-	if err != nil {
-		return nil, errors.Wrapf(err, "%s: hash desired object", s.id)
-	}
-	setAnnotation(u, hash, kdagv1alpha1.AnnotationDesiredHash)
-	return u, nil
+	return apply.Desired(c.applyOwner(owner), s.obj, s.gvk, c.scheme,
+		apply.DesiredOptions{Keep: s.keep, DependenciesHash: dependenciesHash(s, results)})
 }
 
 // ownedByReference reports whether the node's object gets a controller owner reference to
@@ -228,30 +187,4 @@ func (c *Controller) newObject(s *nodeSpec) (client.Object, error) {
 		return nil, errors.Errorf("%s: %T is not a client.Object", s.id, obj)
 	}
 	return co, nil
-}
-
-func setAnnotation(u *unstructured.Unstructured, value, key string) {
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[key] = value
-	u.SetAnnotations(ann)
-}
-
-// annotatePodTemplate sets key on the pod template of a workload (Deployment, StatefulSet,
-// DaemonSet, ReplicaSet, Job: spec.template; CronJob: spec.jobTemplate.spec.template), so that
-// a change of the value rolls the pods. Other kinds are left alone.
-func annotatePodTemplate(u *unstructured.Unstructured, key, value string) error {
-	for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
-		tmpl, found, err := unstructured.NestedMap(u.Object, path...)
-		if err != nil || !found {
-			continue
-		}
-		if _, isPod := tmpl["spec"]; !isPod {
-			continue
-		}
-		return unstructured.SetNestedField(u.Object, value, append(path, "metadata", "annotations", key)...)
-	}
-	return nil
 }

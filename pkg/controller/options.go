@@ -30,6 +30,7 @@ type options struct {
 	DriftBackoff            time.Duration
 	DriftBackoffMax         time.Duration
 	ReferenceNamespaces     []string
+	WatchNamespaces         []string
 }
 
 // WithFieldManager sets the server-side apply field manager of every write. Default: "kdag-" and
@@ -109,4 +110,12 @@ func (o *options) defaults(name string) {
 	if o.OperatorVersion == "" {
 		o.OperatorVersion = "dev"
 	}
+}
+
+// WithWatchNamespaces tells Setup that the manager's cache is limited to namespaces
+// (ctrl.Options.Cache.DefaultNamespaces) and its RBAC may be Roles in them: the start-up RBAC
+// check then asks for each rule in each of these namespaces instead of cluster-wide. Default:
+// cluster-wide (a ClusterRole, as the chart grants). Controllers ignore it.
+func WithWatchNamespaces(namespaces ...string) Option {
+	return optionFunc(func(o *options) { o.WatchNamespaces = append([]string(nil), namespaces...) })
 }

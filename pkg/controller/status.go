@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -53,7 +54,7 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 			content[k] = v
 		}
 	}
-	if !statusChanged(owner, content) {
+	if !statusChanged(owner, content, own != nil) {
 		return nil
 	}
 	return c.applyStatus(ctx, owner, content)
@@ -83,8 +84,11 @@ func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *o
 	return st, nil
 }
 
-// statusChanged reports whether any field of content differs from the owner's live status.
-func statusChanged(owner client.Object, content map[string]any) bool {
+// statusChanged reports whether any field of content differs from the owner's live status, or a
+// field kdag owns is gone from content. whole says content is the owner's whole status (a
+// StatusReporter's copy of it): then any field gone from content is a change, so that a field
+// the reporter cleared is removed from the live status.
+func statusChanged(owner client.Object, content map[string]any, whole bool) bool {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(owner)
 	if err != nil {
 		return true
@@ -95,7 +99,11 @@ func statusChanged(owner client.Object, content map[string]any) bool {
 			return true
 		}
 	}
-	for _, k := range kdagStatusFields {
+	gone := kdagStatusFields
+	if whole {
+		gone = slices.Collect(maps.Keys(old))
+	}
+	for _, k := range gone {
 		if _, had := old[k]; had {
 			if _, has := content[k]; !has {
 				return true

@@ -125,6 +125,17 @@ func Main(m *testing.M, env **Environment, opts Options) int {
 	return code
 }
 
+// User returns a config that reaches the API server as the user name in groups, authenticated
+// by a client certificate and authorized by RBAC like any user: it may do nothing until a Role
+// or ClusterRole is bound to it. It returns an error when the certificate cannot be made.
+func (e *Environment) User(name string, groups ...string) (*rest.Config, error) {
+	u, err := e.env.AddUser(crenvtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "envtest: add user %s", name)
+	}
+	return u.Config(), nil
+}
+
 // Namespace creates a namespace named after the test and returns its name; the namespace is
 // deleted when the test ends. envtest has no namespace controller, so the objects inside are not
 // removed: tests must not rely on deletion emptying it.

@@ -45,6 +45,9 @@ type WidgetSpec struct {
 // WidgetStatus is written by the controller under test: kdag's status block.
 type WidgetStatus struct {
 	kdagv1alpha1.Status `json:",inline"`
+	// Endpoint is a status field of the owner's own, for tests of StatusReporter.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // Widget is the test owner.

@@ -1,0 +1,96 @@
+package apply
+
+import (
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/tracing"
+)
+
+// DesiredOptions are what Desired needs to know of an object besides its content; the zero
+// value is an object of its owner's, deleted with it, that depends on nothing.
+type DesiredOptions struct {
+	// Keep is the deletion policy keep: the object gets kdag.dev/resource-policy: keep and no
+	// owner reference, so that the garbage collector never deletes it.
+	Keep bool
+	// DependenciesHash, when not empty, is written as kdag.dev/dependencies-hash on the object
+	// and on its pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob), so
+	// that a change of what the object depends on rolls its pods.
+	DependenciesHash string
+}
+
+// Desired returns obj as Apply wants it for owner: a copy, prepared for server-side apply
+// (resources.Desired: apiVersion and kind from gvk, no status, no server-set metadata), with
+// kdag's labels (kdagv1alpha1.LabelManagedBy, LabelController, LabelOwnerUID), a controller owner
+// reference to owner where one can be held (ExpectsOwnerReference), o's annotations, and last
+// kdag.dev/desired-hash over all of that. scheme must know owner's type. It returns an error,
+// naming the object, when obj cannot be converted or the owner reference cannot be set (owner
+// not in scheme). obj is not changed.
+func Desired(owner Owner, obj client.Object, gvk schema.GroupVersionKind, scheme *runtime.Scheme, o DesiredOptions) (*unstructured.Unstructured, error) {
+	name := gvk.Kind + " " + client.ObjectKeyFromObject(obj).String()
+	obj, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, errors.Errorf("%s: not a client.Object", name)
+	}
+	lbls := obj.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[kdagv1alpha1.LabelManagedBy] = "kdag"
+	lbls[kdagv1alpha1.LabelController] = owner.Controller
+	lbls[kdagv1alpha1.LabelOwnerUID] = string(owner.Object.GetUID())
+	obj.SetLabels(lbls)
+	if o.Keep {
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[kdagv1alpha1.AnnotationResourcePolicy] = kdagv1alpha1.ResourcePolicyKeep
+		obj.SetAnnotations(ann)
+	}
+	if ExpectsOwnerReference(owner.Object, obj) {
+		obj.SetOwnerReferences(nil)
+		if err := controllerutil.SetControllerReference(owner.Object, obj, scheme); err != nil {
+			return nil, errors.Wrapf(err, "%s: set owner reference", name)
+		}
+	}
+	u, err := resources.Desired(obj, gvk)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s: prepare for apply", name)
+	}
+	if o.DependenciesHash != "" {
+		setAnnotation(u, kdagv1alpha1.AnnotationDependenciesHash, o.DependenciesHash)
+		if err := annotatePodTemplate(u, kdagv1alpha1.AnnotationDependenciesHash, o.DependenciesHash); err != nil {
+			return nil, errors.Wrapf(err, "%s: annotate pod template", name)
+		}
+	}
+	hash, err := resources.DesiredHash(u, kdagv1alpha1.AnnotationDesiredHash, tracing.AnnotationTraceParent)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s: hash desired object", name)
+	}
+	setAnnotation(u, kdagv1alpha1.AnnotationDesiredHash, hash)
+	return u, nil
+}
+
+// annotatePodTemplate sets key on the pod template of a workload (Deployment, StatefulSet,
+// DaemonSet, ReplicaSet, Job: spec.template; CronJob: spec.jobTemplate.spec.template), so that
+// a change of the value rolls the pods. Other kinds are left alone.
+func annotatePodTemplate(u *unstructured.Unstructured, key, value string) error {
+	for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
+		tmpl, found, err := unstructured.NestedMap(u.Object, path...)
+		if err != nil || !found {
+			continue
+		}
+		if _, isPod := tmpl["spec"]; !isPod {
+			continue
+		}
+		return unstructured.SetNestedField(u.Object, value, append(path, "metadata", "annotations", key)...)
+	}
+	return nil
+}

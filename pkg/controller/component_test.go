@@ -1,0 +1,334 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// endpointRM is funcRM with a StatusReporter: status.endpoint is the "url" key of the applied
+// ConfigMap <owner>-config, read back typed with Report.Get. It also tries to overwrite kdag's
+// status block, which kdag must ignore, and records what Report.State answered.
+type endpointRM struct {
+	funcRM
+	states chan [2]kdagv1alpha1.NodeState // the config node's state, and an absent node's
+	hide   *atomic.Bool                   // set: the endpoint is cleared (as if the service went away)
+}
+
+func (rm endpointRM) ReportStatus(_ context.Context, w *testapi.Widget, report Report) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}}
+	found, err := report.Get(cm)
+	if err != nil {
+		return err
+	}
+	w.Status.Endpoint = ""
+	if found && !rm.hide.Load() {
+		w.Status.Endpoint = cm.Data["url"]
+	}
+	w.Status.ObservedGeneration = 42 // kdag's: ignored
+	w.Status.Conditions = nil        // kdag's: ignored
+	select {
+	case rm.states <- [2]kdagv1alpha1.NodeState{report.State(cm), report.State(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "absent"}})}:
+	default:
+	}
+	return nil
+}
+
+// TestStatusReporter_WritesTheOwnersTypedStatus (issue 19 item 1): ReportStatus sets the owner's
+// own typed status field from a node's applied object (Report.Get); kdag writes it with its own
+// block, which the reporter cannot overwrite; a second pass writes nothing; a field the reporter
+// clears is removed from the live status.
+func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
+	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *Builder) error {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+		return nil
+	}}}
+	f := newFixture(t, rm)
+	w := f.widget("web", testapi.WidgetSpec{Data: map[string]string{"url": "http://web.example"}})
+	f.settle("web")
+
+	live := f.get(&testapi.Widget{}, "web").(*testapi.Widget)
+	if live.Status.Endpoint != "http://web.example" {
+		t.Errorf("status.endpoint = %q, want the ConfigMap's url", live.Status.Endpoint)
+	}
+	if live.Status.ObservedGeneration != w.Generation || !meta.IsStatusConditionTrue(live.Status.Conditions, kdagv1alpha1.ConditionReady) {
+		t.Errorf("kdag's block overwritten by the reporter: observedGeneration %d (want %d), conditions %v",
+			live.Status.ObservedGeneration, w.Generation, live.Status.Conditions)
+	}
+	var last [2]kdagv1alpha1.NodeState
+	for len(rm.states) > 0 {
+		last = <-rm.states
+	}
+	if last != [2]kdagv1alpha1.NodeState{kdagv1alpha1.NodeReady, ""} {
+		t.Errorf("Report.State = %q for the config node and %q for a node not in the graph, want Ready and \"\"", last[0], last[1])
+	}
+
+	f.updateWidget("web", func(w *testapi.Widget) { w.Spec.Data = map[string]string{"url": "http://new.example"} })
+	f.settle("web")
+	if got := f.get(&testapi.Widget{}, "web").(*testapi.Widget).Status.Endpoint; got != "http://new.example" {
+		t.Errorf("status.endpoint = %q after the spec changed, want the new url", got)
+	}
+
+	// Only the reporter's field changes (no new generation, no node changes): still written.
+	rm.hide.Store(true)
+	f.settle("web")
+	if got := f.get(&testapi.Widget{}, "web").(*testapi.Widget).Status.Endpoint; got != "" {
+		t.Errorf("status.endpoint = %q after the reporter cleared it, want it removed", got)
+	}
+}
+
+// TestReport_GetAndState: Report's look-ups by type, namespace (the owner's when empty) and
+// name; a type outside the scheme is an error, not a panic.
+func TestReport_GetAndState(t *testing.T) {
+	applied := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v"}}
+	u, err := resources.ToUnstructured(applied, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Report{scheme: scheme, namespace: "ns", nodes: []nodeReport{
+		{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, state: kdagv1alpha1.NodeReady, object: u},
+		{id: NodeID{Kind: "Secret", Namespace: "ns", Name: "key"}, state: kdagv1alpha1.NodeBlocked},
+	}}
+	type unknown struct{ corev1.ConfigMap } // not in the scheme
+	for _, tc := range []struct {
+		name      string
+		obj       client.Object
+		wantState kdagv1alpha1.NodeState
+		wantFound bool
+		wantErr   bool
+	}{
+		{"applied object, namespace defaulted to the owner's", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}, kdagv1alpha1.NodeReady, true, false},
+		{"applied object, namespace given", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}}, kdagv1alpha1.NodeReady, true, false},
+		{"other namespace", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "cfg"}}, "", false, false},
+		{"same name, other kind", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}, "", false, false},
+		{"node without an object", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key"}}, kdagv1alpha1.NodeBlocked, false, false},
+		{"type not in the scheme", &unknown{ConfigMap: corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}}, "", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := r.State(tc.obj); got != tc.wantState {
+				t.Errorf("State = %q, want %q", got, tc.wantState)
+			}
+			found, err := r.Get(tc.obj)
+			if found != tc.wantFound || (err != nil) != tc.wantErr {
+				t.Fatalf("Get = %v, %v; want %v, error %v", found, err, tc.wantFound, tc.wantErr)
+			}
+			if found && tc.obj.(*corev1.ConfigMap).Data["k"] != "v" {
+				t.Errorf("Get filled %+v, want the applied object's data", tc.obj)
+			}
+		})
+	}
+}
+
+// TestCacheOptions_ScopesOwnedTypesToKdagsObjects (issue 19 item 1): the cache of a manager set
+// up with CacheOptions holds the owned types' objects kdag applied, not the others of the
+// cluster; a type one component owns and another reconciles is cached whole.
+func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
+	parent := For("parents", funcRM{}.owning(&testapi.Widget{})) // owns Widgets, which "widgets" reconciles
+	opts := CacheOptions(scheme, For("widgets", funcRM{}), parent)
+	for obj, want := range map[client.Object]bool{&corev1.ConfigMap{}: true, &appsv1.Deployment{}: true, &testapi.Widget{}: false} {
+		scoped := false
+		for o, by := range opts.ByObject {
+			if sameType(o, obj) {
+				scoped = by.Label != nil && by.Label.String() == kdagv1alpha1.LabelController
+			}
+		}
+		if scoped != want {
+			t.Errorf("%T label-scoped = %v, want %v (ByObject %v)", obj, scoped, want, opts.ByObject)
+		}
+	}
+
+	ns := env.Namespace(t)
+	for name, lbls := range map[string]map[string]string{"kdags": {kdagv1alpha1.LabelController: "widgets"}, "users": nil} {
+		if err := env.Client.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	c, err := cache.New(env.Config, cache.Options{Scheme: scheme, Mapper: restMapper(t), DefaultNamespaces: opts.DefaultNamespaces, ByObject: opts.ByObject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	eventually(t, "the cache holds kdag's ConfigMap", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kdags"}, &corev1.ConfigMap{}) == nil
+	})
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the cache's answer for a ConfigMap kdag did not apply = %v, want NotFound", err)
+	}
+}
+
+func sameType(a, b client.Object) bool {
+	ga, _ := gvkOf(a, scheme)
+	gb, _ := gvkOf(b, scheme)
+	return ga == gb
+}
+
+func restMapper(t *testing.T) meta.RESTMapper {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr.GetRESTMapper()
+}
+
+// TestSetup_RBACCheck (issue 19 item 1): a manager whose RBAC lacks a rule its controllers need
+// stops at start with every missing rule listed; with the rules its component declares, it
+// starts and reconciles.
+func TestSetup_RBACCheck(t *testing.T) {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	grant := func(drop ...string) []rbacv1.PolicyRule {
+		keep := func(verbs []string, resource string) []string {
+			var out []string
+			for _, v := range verbs {
+				if !strings.Contains(strings.Join(drop, ","), resource+":"+v) {
+					out = append(out, v)
+				}
+			}
+			return out
+		}
+		return []rbacv1.PolicyRule{
+			{APIGroups: []string{testapi.GroupVersion.Group}, Resources: []string{"widgets"}, Verbs: keep([]string{"get", "list", "watch", "update", "patch"}, "widgets")},
+			{APIGroups: []string{testapi.GroupVersion.Group}, Resources: []string{"widgets/status"}, Verbs: keep([]string{"update", "patch"}, "widgets/status")},
+			{APIGroups: []string{testapi.GroupVersion.Group}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: keep(all, "configmaps")},
+			{APIGroups: []string{""}, Resources: []string{"secrets", "services"}, Verbs: all},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: keep([]string{"create", "patch"}, "events")},
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		rules       []rbacv1.PolicyRule
+		inNamespace bool     // a Role in the manager's namespace (WithWatchNamespaces), else a ClusterRole
+		wantMissing []string // nil: the manager starts and reconciles
+	}{
+		{name: "every rule granted cluster-wide", rules: grant()},
+		{name: "every rule granted in the watched namespace", rules: grant(), inNamespace: true},
+		{name: "three rules missing", rules: grant("configmaps:delete", "widgets/status:patch", "events:create"),
+			wantMissing: []string{"configmaps: delete", "events.events.k8s.io: create", "widgets.testing.kdag.dev/status: patch"}},
+		{name: "a rule missing in the watched namespace", rules: grant("configmaps:delete"), inNamespace: true,
+			wantMissing: []string{"configmaps: delete in namespace "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			cfg := userWithRules(t, ns, tc.rules, tc.inNamespace)
+			var setupOpts []Option
+			if tc.inNamespace {
+				setupOpts = append(setupOpts, WithWatchNamespaces(ns))
+			}
+			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+				Scheme:     scheme,
+				Metrics:    metricsserver.Options{BindAddress: "0"},
+				Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+				Controller: ctrlConfigSkipNameValidation(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
+				return nil
+			}}
+			if err := Setup(mgr, []Component{For("widget-"+ns, rm)}, setupOpts...); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			started := make(chan error, 1)
+			go func() { started <- mgr.Start(ctx) }()
+
+			if tc.wantMissing != nil {
+				err := <-started
+				if err == nil {
+					t.Fatal("the manager started without the rules its controller needs")
+				}
+				for _, want := range tc.wantMissing {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("start error %q does not name the missing rule %q", err, want)
+					}
+				}
+				if strings.Contains(err.Error(), "configmaps: get") || strings.Contains(err.Error(), "widgets.testing.kdag.dev: get") {
+					t.Errorf("start error %q lists rules that are granted", err)
+				}
+				return
+			}
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+			if err := env.Client.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the widget is Ready", func() bool {
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+					return false
+				}
+				return meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady)
+			})
+			cancel()
+			if err := <-started; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+}
+
+// userWithRules returns a config of a new user granted rules: by a Role in namespace ns, or by
+// a ClusterRole (removed when the test ends) when not inNamespace.
+func userWithRules(t *testing.T, ns string, rules []rbacv1.PolicyRule, inNamespace bool) *rest.Config {
+	t.Helper()
+	name := "kdag-" + ns
+	cfg, err := env.User(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}}
+	var objs []client.Object
+	if inNamespace {
+		objs = []client.Object{
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules},
+			&rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects:   subjects,
+			},
+		}
+	} else {
+		objs = []client.Object{
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
+			&rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+				Subjects:   subjects,
+			},
+		}
+	}
+	for _, obj := range objs {
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+		if !inNamespace {
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+		}
+	}
+	return cfg
+}
