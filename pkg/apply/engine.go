@@ -143,10 +143,11 @@ type Policy struct {
 type Change struct {
 	// Action is what happened.
 	Action Action
-	// Object is the object as the API server holds it afterwards: the response to the write, or
-	// the live object converted when nothing was written. Nil when the object was refused or held,
-	// or the write failed.
-	Object *unstructured.Unstructured
+	// Object is the object as the API server holds it afterwards: the response to the write (an
+	// *unstructured.Unstructured), or the live object Apply was given when nothing was written
+	// (not copied: read it, never change it). Nil when the object was refused or held, or the
+	// write failed.
+	Object client.Object
 	// Drifted are the fields another writer had changed that this write repaired, sorted.
 	Drifted []string
 }

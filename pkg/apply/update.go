@@ -31,16 +31,13 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		obj, err := e.takeOwnership(ctx, desired)
 		return Change{Action: Applied, Object: obj}, err
 	}
+	hash := desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]
+	if p.CreateOnly || e.isVerified(live, hash) {
+		return Change{Action: Skipped, Object: live}, nil
+	}
 	liveU, err := liveUnstructured(live, gvk)
 	if err != nil {
 		return Change{}, err
-	}
-	if p.CreateOnly {
-		return Change{Action: Skipped, Object: liveU}, nil
-	}
-	hash := desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]
-	if e.isVerified(live, hash) {
-		return Change{Action: Skipped, Object: liveU}, nil
 	}
 	name := describe(desired, gvk)
 	fields, err := resources.DriftFields(liveU, desired, e.opts.FieldManager)
@@ -61,7 +58,7 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	}
 	if len(drifted) == 0 && unchanged {
 		e.verified.Store(live.GetUID(), verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash})
-		return Change{Action: Skipped, Object: liveU}, nil
+		return Change{Action: Skipped, Object: live}, nil
 	}
 	if len(drifted) > 0 {
 		if d := e.drift.decide(live.GetUID()); !d.repair {
@@ -99,6 +96,22 @@ func driftPaths(fields []resources.FieldDrift) []string {
 		}
 	}
 	return paths
+}
+
+// Unchanged reports whether Apply of a desired state whose kdag.dev/desired-hash is desiredHash
+// would skip live, the owner's object as the cache holds it, without looking at the desired
+// object: the engine applied or verified live for that hash at its current resourceVersion (or,
+// with p.CreateOnly, live is the owner's and carries its labels). A caller that remembers the
+// hash of what it would apply can then spare building the desired object. False says nothing
+// but "call Apply".
+func (e *Engine) Unchanged(owner Owner, live client.Object, desiredHash string, p Policy) bool {
+	if !e.Owns(owner, live) {
+		return false
+	}
+	if p.CreateOnly {
+		return hasOwnerLabels(owner, live)
+	}
+	return e.isVerified(live, desiredHash)
 }
 
 // Verified reports whether the engine remembers obj as found the way it wants it at obj's

@@ -229,6 +229,7 @@ func (b brokenManager) addResources(context.Context, client.Object, *Builder) er
 }
 func (b brokenManager) validate(context.Context, client.Object) (bool, error) { return false, b.err }
 func (b brokenManager) cleanup(context.Context, client.Object) (bool, error)  { return false, b.err }
+func (b brokenManager) isReporter() bool                                      { return false }
 func (b brokenManager) reportStatus(context.Context, client.Object, Report) (bool, error) {
 	return false, b.err
 }

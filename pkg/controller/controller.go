@@ -53,6 +53,12 @@ type Controller struct {
 
 	metrics *metrics.Metrics
 
+	// renders and observed spare a settled owner's reconcile the work of unchanged nodes
+	// (memo.go).
+	renders  renders
+	observed sync.Map  // object UID → *observed
+	hashers  sync.Pool // *jsonHasher, for fingerprints
+
 	ownerGVK  schema.GroupVersionKind
 	owned     []ownedType
 	ownedKind map[schema.GroupKind]bool
@@ -137,7 +143,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		client:    mgr.GetClient(),
 		reader:    mgr.GetAPIReader(),
 		scheme:    mgr.GetScheme(),
-		mapper:    mgr.GetRESTMapper(),
+		mapper:    newMappingCache(mgr.GetRESTMapper()),
 		recorder:  mgr.GetEventRecorder(name),
 		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
@@ -168,6 +174,9 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		return nil, errors.Wrapf(err, "controller %s: owner type %T is not in the manager's scheme", name, owner)
 	}
 	c.ownerGVK = gvk
+	if err := onDelete(mgr, owner, func(m metav1.Object) { c.renders.forgetOwner(m.GetUID()) }); err != nil {
+		return nil, errors.Wrapf(err, "controller %s: watch deletions of %s", name, gvk.Kind)
+	}
 
 	ownedObjs := rm.ownedTypes()
 	if len(ownedObjs) == 0 {
@@ -194,11 +203,9 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 	return c, nil
 }
 
-// forgetOnDelete makes the Controller forget what it remembers about an object of obj's type
-// that it applied (last verified state, drift-repair record) once the cache sees the
-// object deleted, by kdag's prune or by anyone else (the garbage collector after the owner).
-// Without it, the memory of objects deleted by others would last as long as the process.
-func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
+// onDelete calls forget with every object of obj's type the cache sees deleted (by kdag's
+// prune, by the garbage collector after the owner, by anyone).
+func onDelete(mgr ctrl.Manager, obj client.Object, forget func(metav1.Object)) error {
 	informer, err := mgr.GetCache().GetInformer(context.Background(), obj)
 	if err != nil {
 		return err
@@ -207,11 +214,23 @@ func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 		if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = tombstone.Obj
 		}
-		if m, ok := o.(metav1.Object); ok && m.GetLabels()[kdagv1alpha1.LabelController] == c.name {
-			c.forget(m.GetUID())
+		if m, ok := o.(metav1.Object); ok {
+			forget(m)
 		}
 	}})
 	return err
+}
+
+// forgetOnDelete makes the Controller forget what it remembers about an object of obj's type
+// that it applied (last verified state, drift-repair record, what its content said) once the
+// cache sees the object deleted. Without it, the memory of objects deleted by others would last
+// as long as the process.
+func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
+	return onDelete(mgr, obj, func(m metav1.Object) {
+		if m.GetLabels()[kdagv1alpha1.LabelController] == c.name {
+			c.forget(m.GetUID())
+		}
+	})
 }
 
 // ownerUIDIndex names the cache index of owners by their UID.
@@ -502,6 +521,7 @@ func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) erro
 // forget drops what the Controller remembers about an object.
 func (c *Controller) forget(uid types.UID) {
 	c.engine.Forget(uid)
+	c.observed.Delete(uid)
 }
 
 func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }

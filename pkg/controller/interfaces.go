@@ -5,7 +5,6 @@ import (
 	"reflect"
 
 	"github.com/pkg/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,8 +85,9 @@ type nodeReport struct {
 	id    NodeID
 	state kdagv1alpha1.NodeState
 	// object is the node's object as applied or read from the cache; nil when the node did not
-	// get to it (blocked, canceled, failed first, a Finished node whose object is gone).
-	object *unstructured.Unstructured
+	// get to it (blocked, canceled, failed first, a Finished node whose object is gone). Read it
+	// only: a typed object is the one the cache read gave the reconcile.
+	object client.Object
 }
 
 // find returns the node of obj's kind, namespace (the owner's when empty) and name, or nil.
@@ -129,7 +129,18 @@ func (r Report) Get(obj client.Object) (bool, error) {
 	if err != nil || n == nil || n.object == nil {
 		return false, err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(n.object.Object, obj); err != nil {
+	if src := reflect.ValueOf(n.object); src.Type() == reflect.TypeOf(obj) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(n.object.DeepCopyObject()).Elem())
+		return true, nil
+	}
+	content, ok := n.object.(runtime.Unstructured)
+	var u map[string]any
+	if ok {
+		u = content.UnstructuredContent()
+	} else if u, err = runtime.DefaultUnstructuredConverter.ToUnstructured(n.object); err != nil {
+		return false, errors.Wrapf(err, "report: convert %s", n.id)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
 		return false, errors.Wrapf(err, "report: convert %s to %T", n.id, obj)
 	}
 	return true, nil
@@ -147,6 +158,7 @@ type manager interface {
 	cleanup(ctx context.Context, owner client.Object) (bool, error)
 	reportStatus(ctx context.Context, owner client.Object, report Report) (bool, error)
 	isCleaner() bool
+	isReporter() bool
 }
 
 // typed is the manager of a ResourceManager[T].
@@ -190,6 +202,11 @@ func (m typed[T]) cleanup(ctx context.Context, owner client.Object) (bool, error
 
 func (m typed[T]) isCleaner() bool {
 	_, ok := m.rm.(Cleaner[T])
+	return ok
+}
+
+func (m typed[T]) isReporter() bool {
+	_, ok := m.rm.(StatusReporter[T])
 	return ok
 }
 

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
 
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,24 +27,17 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	if c.namespaceTerminating(s.id.Namespace) {
 		return errNamespaceTerminating(s.id)
 	}
-	desired, err := c.desired(owner, s, results)
+	r, desired, err := c.render(owner, s, results)
 	if err != nil {
 		return err
 	}
-	// What dependents consume of a node kdag renders is the desired object as rendered, hashed
-	// before the apply replaces it with the API server's response (which adds defaults): the
-	// same hash whether the object was just created or read from the cache (issue 20, item 6).
-	if !s.createOnly {
-		if res.contentHash, err = resources.ContentHash(desired); err != nil {
-			return errors.Wrapf(err, "%s: hash content", s.id)
-		}
-	}
+	res.contentHash = r.contentHash
 
 	live, err := c.newObject(s)
 	if err != nil {
 		return err
 	}
-	switch err := c.client.Get(ctx, client.ObjectKeyFromObject(desired), live); {
+	switch err := c.client.Get(ctx, client.ObjectKey{Namespace: s.id.Namespace, Name: s.id.Name}, live); {
 	case apierrors.IsNotFound(err):
 		live = nil
 	case err != nil:
@@ -61,7 +54,19 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 			return err
 		}
 	}
-	change, err := c.engine.Apply(ctx, c.applyOwner(owner), desired, live, apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt})
+	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt}
+	var change apply.Change
+	if live != nil && desired == nil && c.engine.Unchanged(c.applyOwner(owner), live, r.desiredHash, policy) {
+		// Rendered as before, and the object as the engine last found it: nothing to build.
+		change = apply.Change{Action: apply.Skipped, Object: live}
+	} else {
+		if desired == nil {
+			if desired, err = c.desiredObject(owner, s, r.depHash); err != nil {
+				return err
+			}
+		}
+		change, err = c.engine.Apply(ctx, c.applyOwner(owner), desired, live, policy)
+	}
 	res.action, res.drifted = change.Action, change.Drifted
 	if err != nil {
 		if isNamespaceTerminating(err) {
@@ -76,8 +81,8 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	res.live = current
 	if s.createOnly {
 		// A create-only object's content is what the API server holds (a generated password).
-		if res.contentHash, err = resources.ContentHash(current); err != nil {
-			return errors.Wrapf(err, "%s: hash content", s.id)
+		if res.contentHash, err = c.liveContentHash(s, current); err != nil {
+			return err
 		}
 	}
 	_, span := startSpan(ctx, spanReadiness)
@@ -95,14 +100,6 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 // applyOwner is owner as the apply engine knows it.
 func (c *Controller) applyOwner(owner client.Object) apply.Owner {
 	return apply.Owner{Object: owner, Kind: c.ownerGVK.Kind, Controller: c.name}
-}
-
-// desired returns the node's object as it will be applied (apply.Desired): the author's object
-// with kdag's labels, the Keep annotation, the owner reference, the dependencies' hash and the
-// desired hash.
-func (c *Controller) desired(owner client.Object, s *nodeSpec, results []nodeResult) (*unstructured.Unstructured, error) {
-	return apply.Desired(c.applyOwner(owner), s.obj, s.gvk, c.scheme,
-		apply.DesiredOptions{Keep: s.keep, DependenciesHash: dependenciesHash(s, results)})
 }
 
 // ownedByReference reports whether the node's object gets a controller owner reference to
@@ -142,37 +139,37 @@ func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 	return resources.CombineHashes(hashes)
 }
 
-// checkReady returns nil when current is ready, a *waitingError when not yet, and an error when
-// it failed for good (a Failed Job) or the readiness function failed.
-func (c *Controller) checkReady(s *nodeSpec, current *unstructured.Unstructured) error {
-	if s.readyWhen != nil {
-		typed, err := c.newObject(s)
+// checkReady judges current, the node's object, by its ReadyWhen function, or else by kstatus
+// (remembered per resourceVersion: kstatus reads the object only). It returns nil when ready, a
+// *waitingError when not yet, an *objectFailedError when the object failed.
+func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
+	if s.readyWhen == nil {
+		return c.kstatusReady(s, current)
+	}
+	typed, err := c.newObject(s)
+	if err != nil {
+		return err
+	}
+	if reflect.TypeOf(typed) == reflect.TypeOf(current) {
+		typed = current.DeepCopyObject().(client.Object)
+	} else {
+		u, err := unstructuredOf(current, s)
 		if err != nil {
 			return err
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, typed); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
 			return errors.Wrapf(err, "%s: convert for readiness", s.id)
 		}
-		ok, err := s.readyWhen(typed)
-		var notReady *NotReadyError
-		switch {
-		case errors.As(err, &notReady):
-			return &waitingError{msg: s.id.String() + " is not ready: " + notReady.Reason, detail: notReady.Reason}
-		case err != nil:
-			return errors.Wrapf(err, "%s: readiness", s.id)
-		case !ok:
-			return &waitingError{msg: s.id.String() + " is not ready"}
-		}
-		return nil
 	}
-	r, err := resources.Ready(current)
+	ok, err := s.readyWhen(typed)
+	var notReady *NotReadyError
 	switch {
+	case errors.As(err, &notReady):
+		return &waitingError{msg: s.id.String() + " is not ready: " + notReady.Reason, detail: notReady.Reason}
 	case err != nil:
 		return errors.Wrapf(err, "%s: readiness", s.id)
-	case r.Status == resources.StatusFailed:
-		return newObjectFailed(s.id, current, r.Message)
-	case !r.Ready:
-		return &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
+	case !ok:
+		return &waitingError{msg: s.id.String() + " is not ready"}
 	}
 	return nil
 }

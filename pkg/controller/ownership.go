@@ -184,13 +184,12 @@ func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Objec
 		return reconcile.Result{}, listErr
 	}
 	remaining := 0
-	for _, o := range objs {
-		if o.GetNamespace() == owner.GetNamespace() || !c.engine.Owns(c.applyOwner(owner), o) {
+	for _, l := range objs {
+		if l.obj.GetNamespace() == owner.GetNamespace() || !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // goes with the namespace, or not owner's
 		}
 		remaining++
-		gvk := o.GetObjectKind().GroupVersionKind()
-		if err := c.deleteForTeardown(ctx, owner, NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}, o); err != nil {
+		if err := c.deleteForTeardown(ctx, owner, l.id(), l.own()); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -42,12 +43,12 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 				strings.Join(failed, "; "))
 		}
 	}()
-	for _, obj := range c.ownedObjects(ctx, owner, &r.err) {
-		gvk := obj.GetObjectKind().GroupVersionKind()
-		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if _, ok := inGraph[id]; ok || !obj.GetDeletionTimestamp().IsZero() || !c.engine.Owns(c.applyOwner(owner), obj) {
+	for _, l := range c.ownedObjects(ctx, owner, &r.err) {
+		id := l.id()
+		if _, ok := inGraph[id]; ok || !l.obj.GetDeletionTimestamp().IsZero() || !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // in the graph, going, or not owner's (a copy that kept the labels)
 		}
+		obj := l.own()
 		if apply.Kept(obj) {
 			if err := c.engine.Orphan(ctx, c.applyOwner(owner), obj); err != nil {
 				failed = append(failed, errors.Wrapf(err, "orphan kept %s", id).Error())
@@ -67,10 +68,28 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 	return r
 }
 
+// listed is an object ownedObjects found, with its kind.
+type listed struct {
+	obj client.Object
+	gvk schema.GroupVersionKind
+}
+
+func (l listed) id() NodeID {
+	return NodeID{Group: l.gvk.Group, Kind: l.gvk.Kind, Namespace: l.obj.GetNamespace(), Name: l.obj.GetName()}
+}
+
+// own returns a copy of the object with its GVK set, to write or hand to the engine.
+func (l listed) own() client.Object {
+	o := l.obj.DeepCopyObject().(client.Object)
+	o.GetObjectKind().SetGroupVersionKind(l.gvk)
+	return o
+}
+
 // ownedObjects lists, from the cache, every object of the owned types that carries the owner's
-// UID label, with its GVK set. A failed list is recorded in *errp and skipped.
-func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp *error) []client.Object {
-	var out []client.Object
+// UID label. The objects are the cache's own (read them; listed.own makes a copy to change). A
+// failed list is recorded in *errp and skipped.
+func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
+	var out []listed
 	for _, t := range c.owned {
 		obj, err := c.scheme.New(t.list)
 		if err != nil {
@@ -85,7 +104,8 @@ func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp
 		if t.indexed {
 			match = client.MatchingFields{c.ownerIndex(): string(owner.GetUID())}
 		}
-		if err := c.client.List(ctx, list, match); err != nil {
+		// No copy: every reconcile lists, and only the few objects kdag writes need one.
+		if err := c.client.List(ctx, list, match, client.UnsafeDisableDeepCopy); err != nil {
 			*errp = errors.Wrapf(err, "list %s", t.list.Kind)
 			continue
 		}
@@ -95,12 +115,9 @@ func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp
 			continue
 		}
 		for _, item := range items {
-			o, ok := item.(client.Object)
-			if !ok {
-				continue
+			if o, ok := item.(client.Object); ok {
+				out = append(out, listed{obj: o, gvk: t.gvk})
 			}
-			o.GetObjectKind().SetGroupVersionKind(t.gvk)
-			out = append(out, o)
 		}
 	}
 	return out

@@ -9,7 +9,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/pkg/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -33,9 +33,9 @@ type nodeResult struct {
 	drifted     []string // fields another writer changed, repaired by this apply
 	message     string   // why the node is not ready
 	err         error
-	contentHash string                     // what dependents consume; set when the node succeeded
-	live        *unstructured.Unstructured // the object after apply, or from the cache
-	spanContext trace.SpanContext          // the node's span, linked from its dependents' spans
+	contentHash string            // what dependents consume; set when the node succeeded
+	live        client.Object     // the object after apply (unstructured), or from the cache (typed; read-only)
+	spanContext trace.SpanContext // the node's span, linked from its dependents' spans
 	wait        time.Duration
 	duration    time.Duration
 	detail      string // what a waiting node waits for, when known (waitingError.detail)

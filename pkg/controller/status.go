@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -26,8 +27,14 @@ import (
 // no write — and then emits events for what changed. The events go last, written or not, so that
 // their requests do not compete with the status write, the end of the reconcile's critical path.
 func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
-	old, err := currentStatus(owner)
-	if err != nil {
+	var (
+		live map[string]any // the owner's status as content; nil until needed
+		old  *kdagv1alpha1.Status
+		err  error
+	)
+	if st := kdagStatusOf(owner); st != nil {
+		old = st.DeepCopy() // read in place: the whole owner need not be converted
+	} else if live, old, err = currentStatus(owner); err != nil {
 		return errors.Wrapf(err, "%s %s: read status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
 	next := old.DeepCopy()
@@ -41,6 +48,14 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 		c.emitConditionEvents(owner, old, next)
 	}()
 
+	if !c.rm.isReporter() && equality.Semantic.DeepEqual(old, next) {
+		return nil // kdag's block is all kdag writes, and it is unchanged
+	}
+	if live == nil {
+		if live, _, err = currentStatus(owner); err != nil {
+			return errors.Wrapf(err, "%s %s: read status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+		}
+	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(next)
 	if err != nil {
 		return errors.Wrap(err, "convert status")
@@ -54,7 +69,7 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 			content[k] = v
 		}
 	}
-	if !statusChanged(owner, content, own != nil) {
+	if !statusChanged(live, content, own != nil) {
 		return nil
 	}
 	return c.applyStatus(ctx, owner, content)
@@ -84,16 +99,11 @@ func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *o
 	return st, nil
 }
 
-// statusChanged reports whether any field of content differs from the owner's live status, or a
-// field kdag owns is gone from content. whole says content is the owner's whole status (a
+// statusChanged reports whether any field of content differs from old, the owner's live status,
+// or a field kdag owns is gone from content. whole says content is the owner's whole status (a
 // StatusReporter's copy of it): then any field gone from content is a change, so that a field
 // the reporter cleared is removed from the live status.
-func statusChanged(owner client.Object, content map[string]any, whole bool) bool {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(owner)
-	if err != nil {
-		return true
-	}
-	old, _, _ := unstructured.NestedMap(u, "status")
+func statusChanged(old, content map[string]any, whole bool) bool {
 	for k, v := range content {
 		if !equality.Semantic.DeepEqual(old[k], v) {
 			return true
@@ -113,24 +123,44 @@ func statusChanged(owner client.Object, content map[string]any, whole bool) bool
 	return false
 }
 
+// kdagStatusOf returns the kdagv1alpha1.Status inside a typed owner's status (by the
+// convention of an inline, embedded field: Status struct{ kdagv1alpha1.Status `json:",inline"` }),
+// or nil when owner does not follow it (an unstructured owner, another layout).
+func kdagStatusOf(owner client.Object) *kdagv1alpha1.Status {
+	v := reflect.ValueOf(owner)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	st := v.Elem().FieldByName("Status")
+	if st.Kind() != reflect.Struct {
+		return nil
+	}
+	f, ok := st.Type().FieldByName("Status")
+	if !ok || !f.Anonymous || f.Type != reflect.TypeFor[kdagv1alpha1.Status]() || len(f.Index) != 1 {
+		return nil
+	}
+	return st.Field(f.Index[0]).Addr().Interface().(*kdagv1alpha1.Status)
+}
+
 // kdagStatusFields are the status fields kdag owns; a field that disappears is a change.
 var kdagStatusFields = []string{"observedGeneration", "conditions", "operatorVersion", "graph"}
 
-// currentStatus reads kdag's status block from any owner type.
-func currentStatus(owner client.Object) (*kdagv1alpha1.Status, error) {
+// currentStatus returns the live status of any owner type: as content (nil without a status) and
+// as kdag's block.
+func currentStatus(owner client.Object) (map[string]any, *kdagv1alpha1.Status, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(owner)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := &kdagv1alpha1.Status{}
-	raw, found, err := unstructured.NestedMap(u, "status")
-	if err != nil || !found {
-		return st, err
+	raw, ok := u["status"].(map[string]any) // u is a fresh conversion: no copy needed
+	if !ok {
+		return nil, st, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, st); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return st, nil
+	return raw, st, nil
 }
 
 func (c *Controller) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {

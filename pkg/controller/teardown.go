@@ -68,14 +68,12 @@ func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (i
 	}
 	remaining := 0
 	var errs []string
-	for _, o := range objs {
-		if metav1.IsControlledBy(o, owner) || !c.engine.Owns(c.applyOwner(owner), o) {
+	for _, l := range objs {
+		if metav1.IsControlledBy(l.obj, owner) || !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // the garbage collector's, or not owner's
 		}
 		remaining++
-		gvk := o.GetObjectKind().GroupVersionKind()
-		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
-		if err := c.deleteForTeardown(ctx, owner, id, o); err != nil {
+		if err := c.deleteForTeardown(ctx, owner, l.id(), l.own()); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -95,12 +93,11 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 		return 0, listErr
 	}
 	live := make(map[NodeID]client.Object, len(objs))
-	for _, o := range objs {
-		if !c.engine.Owns(c.applyOwner(owner), o) {
+	for _, l := range objs {
+		if !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // a copy that kept the labels: not owner's, not kdag's to delete
 		}
-		gvk := o.GetObjectKind().GroupVersionKind()
-		live[NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}] = o
+		live[l.id()] = l.own()
 	}
 	if len(live) == 0 {
 		return 0, nil

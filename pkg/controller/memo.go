@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"hash"
+	"sync"
+
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/resources"
+)
+
+// A settled owner's reconcile finds every node unchanged. What makes that cheap (issue 16, item
+// 2) is memory of two things, each valid only while its inputs are the same:
+//
+//   - rendered: per owner and node, a fingerprint of the author's object as last rendered (the
+//     SHA-256 of its JSON) with what it rendered to (desired hash, content hash). An object with
+//     the same fingerprint and the same blockers' hash renders the same: no conversion, no
+//     unstructured hashing. (A fingerprint, not a copy: it keeps the memory of 10 000 nodes in
+//     kilobytes, not megabytes.)
+//   - observed: per live object, what its content said at one resourceVersion (kstatus
+//     readiness; a create-only object's content hash). The same resourceVersion is the same
+//     content: no conversion.
+//
+// With both, and the apply engine's record of the object as verified at that resourceVersion
+// (apply.Engine.Unchanged), an unchanged node costs a cache read and a deep comparison. Any
+// change, by the author or by another writer, misses the memory and takes the full path.
+
+// rendered is a node's desired object as last rendered for one owner.
+type rendered struct {
+	fingerprint [sha256.Size]byte // of the author's object
+	keep        bool
+	depHash     string
+	desiredHash string
+	contentHash string // "" for create-only nodes: their content is the live object's
+}
+
+// renders remembers rendered nodes per owner UID (a *sync.Map of NodeID → *rendered: the nodes
+// of one owner render concurrently).
+type renders struct{ owners sync.Map }
+
+func (r *renders) of(owner types.UID) *sync.Map {
+	m, _ := r.owners.LoadOrStore(owner, &sync.Map{})
+	return m.(*sync.Map)
+}
+
+// forgetOwner drops what is remembered of owner's nodes.
+func (r *renders) forgetOwner(owner types.UID) { r.owners.Delete(owner) }
+
+// render returns what s renders to for owner, and the desired object when it had to build it
+// (nil when the memory answered).
+func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResult) (*rendered, *unstructured.Unstructured, error) {
+	depHash := dependenciesHash(s, results)
+	fp, err := c.fingerprint(s.obj)
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "%s: encode", s.id)
+	}
+	memo := c.renders.of(owner.GetUID())
+	if v, ok := memo.Load(s.id); ok {
+		if r := v.(*rendered); r.keep == s.keep && r.depHash == depHash && r.fingerprint == fp {
+			return r, nil, nil
+		}
+	}
+	desired, err := c.desiredObject(owner, s, depHash)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &rendered{
+		fingerprint: fp, keep: s.keep, depHash: depHash,
+		desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash],
+	}
+	// What dependents consume of a node kdag renders is the desired object as rendered, hashed
+	// before the apply replaces it with the API server's response (which adds defaults): the
+	// same hash whether the object was just created or read from the cache (issue 20, item 6).
+	if !s.createOnly {
+		if r.contentHash, err = resources.ContentHash(desired); err != nil {
+			return nil, nil, errors.Wrapf(err, "%s: hash content", s.id)
+		}
+	}
+	memo.Store(s.id, r)
+	return r, desired, nil
+}
+
+// fingerprint returns the SHA-256 of obj's JSON encoding (encoding/json sorts map keys: equal
+// objects, equal fingerprints).
+func (c *Controller) fingerprint(obj client.Object) ([sha256.Size]byte, error) {
+	h, ok := c.hashers.Get().(*jsonHasher)
+	if !ok {
+		h = &jsonHasher{sum: sha256.New()}
+		h.enc = json.NewEncoder(h.sum)
+	}
+	defer c.hashers.Put(h)
+	h.sum.Reset()
+	var fp [sha256.Size]byte
+	if err := h.enc.Encode(obj); err != nil {
+		return fp, err
+	}
+	h.sum.Sum(fp[:0])
+	return fp, nil
+}
+
+// jsonHasher is a JSON encoder writing into a SHA-256, reused across calls.
+type jsonHasher struct {
+	sum hash.Hash
+	enc *json.Encoder
+}
+
+// desiredObject returns the node's object as it will be applied (apply.Desired): the author's
+// object with kdag's labels, the Keep annotation, the owner reference, the dependencies' hash
+// and the desired hash.
+func (c *Controller) desiredObject(owner client.Object, s *nodeSpec, depHash string) (*unstructured.Unstructured, error) {
+	return apply.Desired(c.applyOwner(owner), s.obj, s.gvk, c.scheme, apply.DesiredOptions{Keep: s.keep, DependenciesHash: depHash})
+}
+
+// observed is what a live object's content said at one resourceVersion.
+type observed struct {
+	resourceVersion string
+	readyKnown      bool
+	ready           error  // checkReady's kstatus answer (nil: ready), when readyKnown
+	contentHash     string // a create-only object's content hash, "" until asked
+}
+
+// observation returns what is remembered of obj at its resourceVersion (a copy, to change and
+// store), or an empty one for that resourceVersion.
+func (c *Controller) observation(obj client.Object) observed {
+	if v, ok := c.observed.Load(obj.GetUID()); ok {
+		if o := v.(*observed); o.resourceVersion == obj.GetResourceVersion() {
+			return *o
+		}
+	}
+	return observed{resourceVersion: obj.GetResourceVersion()}
+}
+
+// unstructuredOf returns obj as unstructured (obj itself when it is).
+func unstructuredOf(obj client.Object, s *nodeSpec) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	u, err := resources.ToUnstructured(obj, s.gvk)
+	return u, errors.Wrapf(err, "%s: convert live object", s.id)
+}
+
+// liveContentHash returns the content hash of a create-only node's live object.
+func (c *Controller) liveContentHash(s *nodeSpec, live client.Object) (string, error) {
+	o := c.observation(live)
+	if o.contentHash != "" {
+		return o.contentHash, nil
+	}
+	u, err := unstructuredOf(live, s)
+	if err != nil {
+		return "", err
+	}
+	if o.contentHash, err = resources.ContentHash(u); err != nil {
+		return "", errors.Wrapf(err, "%s: hash content", s.id)
+	}
+	c.observed.Store(live.GetUID(), &o)
+	return o.contentHash, nil
+}
+
+// kstatusReady returns checkReady's kstatus answer for live, from memory when live's
+// resourceVersion is the one last judged.
+func (c *Controller) kstatusReady(s *nodeSpec, live client.Object) error {
+	o := c.observation(live)
+	if o.readyKnown {
+		return o.ready
+	}
+	u, err := unstructuredOf(live, s)
+	if err != nil {
+		return err
+	}
+	r, err := resources.Ready(u)
+	switch {
+	case err != nil:
+		return errors.Wrapf(err, "%s: readiness", s.id) // not remembered: may be transient
+	case r.Status == resources.StatusFailed:
+		o.ready = newObjectFailed(s.id, u, r.Message)
+	case !r.Ready:
+		o.ready = &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
+	}
+	o.readyKnown = true
+	if live.GetUID() != "" {
+		c.observed.Store(live.GetUID(), &o)
+	}
+	return o.ready
+}
