@@ -3,11 +3,8 @@ package gitea
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"strings"
 	"testing"
-
-	"github.com/kdag-dev/kdag/controllers/internal/plantest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,9 +16,8 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var scheme = runtime.NewScheme()
 
@@ -99,7 +95,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"external_database", defaulted(external)},
 		{"no_cache", defaulted(noCache)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { plantest.AssertGolden(t, tc.name, plan(t, tc.gitea), *update) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.gitea), tc.name) })
 	}
 }
 
@@ -196,7 +192,7 @@ func TestAddResources_ManagedWithoutBlockGetsDefaults(t *testing.T) {
 		// the block is present.
 	})
 	want := defaulted(func(g *giteav1alpha1.Gitea) { g.Spec.Database.Managed.Resources = corev1.ResourceRequirements{} })
-	if diff := plantest.FirstDifference(render(want), render(withoutBlock)); diff != "" {
+	if diff := controllertest.FirstDifference(render(want), render(withoutBlock)); diff != "" {
 		t.Errorf("managed database without a block differs from the defaults:\n%s", diff)
 	}
 }

@@ -1,14 +1,11 @@
 package giteaserver
 
 import (
-	"flag"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kdag-dev/kdag/controllers/internal/plantest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,9 +20,8 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var scheme = runtime.NewScheme()
 
@@ -102,7 +98,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"ingress_admin_cache", defaulted(withCache, withIngressAndAdmin)},
 		{"replicated", defaulted(withCache, replicated)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { plantest.AssertGolden(t, tc.name, plan(t, tc.server), *update) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.server), tc.name) })
 	}
 }
 

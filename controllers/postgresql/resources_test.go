@@ -2,12 +2,9 @@ package postgresql
 
 import (
 	"errors"
-	"flag"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/kdag-dev/kdag/controllers/internal/plantest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +18,8 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var scheme = runtime.NewScheme()
 
@@ -80,7 +76,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"defaults", defaulted()},
 		{"tuned", defaulted(tuned)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { plantest.AssertGolden(t, tc.name, plan(t, tc.pg), *update) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.pg), tc.name) })
 	}
 }
 

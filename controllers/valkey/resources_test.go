@@ -2,12 +2,9 @@ package valkey
 
 import (
 	"errors"
-	"flag"
 	"maps"
 	"slices"
 	"testing"
-
-	"github.com/kdag-dev/kdag/controllers/internal/plantest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,9 +19,8 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var scheme = runtime.NewScheme()
 
@@ -73,7 +69,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"defaults", defaulted()},
 		{"configured", defaulted(configured)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { plantest.AssertGolden(t, tc.name, plan(t, tc.valkey), *update) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.valkey), tc.name) })
 	}
 }
 

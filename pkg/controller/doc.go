@@ -19,18 +19,27 @@
 //  10. The status (Ready, Reconciling, Stalled, observedGeneration, graph summary) is applied
 //     only if it changed; transient errors back off, terminal ones wait for the owner to change.
 //
-// An operator author writes one ResourceManager per owner kind; its AddResources reads like the
-// list of manifests with their dependencies, and New registers the Controller with a manager:
+// An operator author writes one ResourceManager per owner kind: the types it owns, and an
+// AddResources that reads like the list of manifests with their dependencies (from
+// examples/hello, the README tutorial's component, whose owner is a testapi.Widget):
 //
-//	func (r *Valkey) AddResources(ctx context.Context, owner client.Object, b *controller.Builder) error {
-//		v := owner.(*v1alpha1.Valkey)
-//		config := b.Add(valkeyConfigMap(v))
-//		deploy := b.Add(valkeyDeployment(v), controller.DependsOn(config))
-//		b.Add(valkeyService(v), controller.DependsOn(deploy))
+//	func (ResourceManager) OwnedTypes() []client.Object {
+//		return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
+//	}
+//
+//	func (ResourceManager) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+//		pages := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pages"}, Data: w.Spec.Data})
+//		server := b.Add(deployment(w), controller.DependsOn(pages))
+//		b.Add(service(w), controller.DependsOn(server))
 //		return nil
 //	}
 //
-//	_, err := controller.New(mgr, "valkey", &Valkey{})
+// and registers it with a manager through Setup, one line per component:
+//
+//	controller.For("hello", hello.ResourceManager{})
+//
+// pkg/controllertest is the test kit for components: golden plans, a manager on a real API
+// server, table-driven cases.
 //
 // Rules followed: server-side apply and managed fields (KEP-555), kstatus conditions
 // (sigs.k8s.io/cli-utils/pkg/kstatus), the API conventions for conditions and observedGeneration,

@@ -23,13 +23,9 @@
 //
 // # Usage
 //
-//	g := graph.New[string](graph.Options{})
-//	if err := g.AddNode("namespace", applyNamespace); err != nil { ... }
-//	if err := g.AddNode("deployment", applyDeployment, "namespace"); err != nil { ... }
-//	res, err := g.Run(ctx, graph.RunOptions{MaxParallel: 8})
-//	for _, n := range res.Nodes {
-//		log.Info("node done", "node", n.ID, "outcome", n.Outcome, "wait", n.Wait)
-//	}
+// New, then AddNode for each node with its blockers, then Run; the package's Example (in
+// example_test.go, compiled and run by go test) builds and runs a five-node graph where one
+// failure blocks only its dependents.
 //
 // # Rules
 //

@@ -5,11 +5,8 @@
 //
 // # Setup
 //
-// Call Setup once at start-up and its shutdown on exit; shutdown flushes the queued spans:
-//
-//	shutdown, err := tracing.Setup(ctx, tracing.WithServiceName("my-operator"))
-//	if err != nil { ... }
-//	defer func() { _ = shutdown(context.Background()) }()
+// Call Setup once at start-up and its shutdown on exit; shutdown flushes the queued spans
+// (ExampleSetup, in example_test.go, shows it).
 //
 // kdag's code starts spans with Tracer(), logs with LogValues(ctx) for trace correlation, and
 // instruments the Kubernetes client with rest.Config.Wrap(WrapTransport).

@@ -20,9 +20,9 @@
 // by itself when an object does not fit the cached schema (an unknown kind or field), and then
 // tries once more.
 //
-//	p, err := schemas.NewProviderForConfig(mgr.GetConfig(), mgr.GetHTTPClient(), schemas.Options{})
-//	...
-//	missing, err := resources.MissingFields(live, desired, "kdag", p.WithContext(ctx))
+// The Controller builds one Provider per manager with NewProviderForConfig(mgr.GetConfig(),
+// mgr.GetHTTPClient(), Options{}) and hands Provider.WithContext(ctx) to
+// resources.MissingFields.
 //
 // The same approach is kubectl's (k8s.io/client-go/openapi3) and controller-runtime's for
 // server-side apply extraction; the converter itself is apimachinery's

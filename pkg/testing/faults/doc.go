@@ -17,15 +17,10 @@
 // Stats counts the requests seen and the faults injected by kind, for assertions; Disable turns
 // injection off (the period "afterwards") and Enable back on.
 //
-// Typical use, with envtest (pkg/testing/envtest):
-//
-//	inj := faults.New(faults.Share(0.1), faults.Seed(1), faults.Filter(faults.NotEvents))
-//	cfg := rest.CopyConfig(env.Config)
-//	cfg.Wrap(inj.Wrap)
-//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{...})
-//	// ... owners converge while 10% of the manager's requests fail ...
-//	inj.Disable()
-//	t.Logf("injected: %v", inj.Stats().Injected)
+// Typical use, with envtest (pkg/testing/envtest): New with Share, Seed and Filter; pass
+// Injector.Wrap to the manager's rest.Config.Wrap; let owners converge while a share of the
+// manager's requests fail; Disable; assert on Stats. ExampleNew (example_test.go) runs it
+// against an HTTP server.
 //
 // It follows the API conventions for error responses (a metav1.Status body with reason and
 // code) so that client-go decodes injected failures as it would real ones.

@@ -1,0 +1,435 @@
+package controllertest
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/metrics"
+)
+
+// Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
+const Timeout = 30 * time.Second
+
+// Harness runs components under a real controller-runtime manager against an APIServer, in a
+// namespace of their own, as the operator's main would: cached reads scoped to the namespace and
+// to kdag's objects (controller.CacheOptions), the start-up RBAC check, watches, events. envtest
+// runs no built-in controllers, so a test marks workloads ready itself (MarkReady).
+type Harness struct {
+	// Namespace is the harness's namespace, deleted when the test ends; Create puts objects
+	// without a namespace there.
+	Namespace string
+	// Client reads and writes the API server directly (no cache), as a cluster admin.
+	Client client.Client
+
+	t      testing.TB
+	scheme *runtime.Scheme
+	writes *writeLog
+}
+
+// Start starts a manager running components (controller.For) in a new namespace of api and
+// returns once its cache has synced. The manager stops when the test ends; a manager error
+// fails t. Each harness records its own metrics, so tests do not share counters.
+func Start(t testing.TB, api *APIServer, components ...controller.Component) *Harness {
+	t.Helper()
+	env := api.Env(t)
+	h := &Harness{Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, writes: &writeLog{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, log: h.writes} }
+	cacheOpts := controller.CacheOptions(env.Scheme, components...)
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cacheOpts,
+		// Tests start many managers in one process; controller names repeat between them.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("controllertest: new manager: %v", err)
+	}
+	m, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("controllertest: metrics: %v", err)
+	}
+	if err := controller.Setup(mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
+		t.Fatalf("controllertest: set up components: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("controllertest: manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("controllertest: the manager's cache did not sync")
+	}
+	return h
+}
+
+// Named returns a new *T named name, with no namespace (the harness's), to select an object by
+// name for Get, WaitExists, MarkReady, WaitReady or a Case: Named[appsv1.Deployment]("web").
+func Named[T any, PT interface {
+	*T
+	client.Object
+}](name string) PT {
+	obj := PT(new(T))
+	obj.SetName(name)
+	return obj
+}
+
+// Create creates obj, in the harness's namespace when obj has none, fails t on error, and
+// returns obj as the API server stored it.
+func (h *Harness) Create(obj client.Object) client.Object {
+	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
+	if err := h.Client.Create(context.Background(), obj); err != nil {
+		h.t.Fatalf("controllertest: create %s: %v", h.describe(obj), err)
+	}
+	return obj
+}
+
+// Get reads obj (selected by its name, and namespace or the harness's) from the API server into
+// obj and reports whether it exists; any error other than NotFound fails t.
+func (h *Harness) Get(obj client.Object) bool {
+	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
+	err := h.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		h.t.Fatalf("controllertest: get %s: %v", h.describe(obj), err)
+	}
+	return true
+}
+
+// Eventually polls cond every 100 ms until it returns true, and fails t with what when it has
+// not within Timeout, or when cond returns an error.
+func (h *Harness) Eventually(what string, cond func(ctx context.Context) (bool, error)) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
+		h.t.Fatalf("controllertest: %s: %v (waited %s)", what, err, Timeout)
+	}
+}
+
+// WaitReady waits until owner's kdag Ready condition is True for its current generation, then
+// reads owner back: WaitCondition(owner, kdagv1alpha1.ConditionReady, metav1.ConditionTrue).
+func (h *Harness) WaitReady(owner client.Object) {
+	h.t.Helper()
+	h.WaitCondition(owner, kdagv1alpha1.ConditionReady, metav1.ConditionTrue)
+}
+
+// WaitCondition waits until owner's condition of type typ has status for owner's current
+// generation (condition observedGeneration equal to metadata.generation), reads owner back and
+// returns the condition. It fails t after Timeout with the owner's Ready and Stalled conditions,
+// which name the node that holds it back.
+func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.ConditionStatus) metav1.Condition {
+	h.t.Helper()
+	gvk, err := apiutil.GVKForObject(owner, h.scheme)
+	if err != nil {
+		h.t.Fatalf("controllertest: %T is not in the scheme: %v", owner, err)
+	}
+	if owner.GetNamespace() == "" {
+		owner.SetNamespace(h.Namespace)
+	}
+	var last string
+	var found metav1.Condition
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(owner), u); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		conds := conditionsOf(u)
+		last = describeConditions(conds)
+		c := meta.FindStatusCondition(conds, typ)
+		if c == nil || c.Status != status || c.ObservedGeneration != u.GetGeneration() {
+			return false, nil
+		}
+		found = *c
+		return true, nil
+	})
+	if err != nil {
+		h.t.Fatalf("controllertest: %s has no %s=%s within %s; last seen: %s", h.describe(owner), typ, status, Timeout, last)
+	}
+	h.Get(owner)
+	return found
+}
+
+// WaitExists waits until obj (selected by name, and namespace or the harness's) exists, reads
+// it into obj, and fails t after Timeout.
+func (h *Harness) WaitExists(obj client.Object) {
+	h.t.Helper()
+	h.Eventually(h.describe(obj)+" exists", func(context.Context) (bool, error) { return h.Get(obj), nil })
+}
+
+// MarkReady waits until obj (a Deployment, StatefulSet, Job or PersistentVolumeClaim, selected
+// by name) exists, then writes the status its built-in controller would write once the rollout is
+// available, the Job has succeeded or the claim is bound, for the object's current generation;
+// envtest runs no such controller. Call it again after the object's spec changes. Any other type
+// fails t.
+func (h *Harness) MarkReady(obj client.Object) {
+	h.t.Helper()
+	switch obj.(type) {
+	case *appsv1.Deployment, *appsv1.StatefulSet, *batchv1.Job, *corev1.PersistentVolumeClaim:
+	default:
+		h.t.Fatalf("controllertest: MarkReady supports Deployment, StatefulSet, Job and PersistentVolumeClaim, not %T", obj)
+	}
+	h.WaitExists(obj)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		markReady(obj, metav1.Now())
+		return h.Client.Status().Update(context.Background(), obj)
+	})
+	if err != nil {
+		h.t.Fatalf("controllertest: mark %s ready: %v", h.describe(obj), err)
+	}
+}
+
+// markReady sets obj's status as its controller does when it is available (Deployment,
+// StatefulSet), complete (Job) or bound (PersistentVolumeClaim), at now.
+func markReady(obj client.Object, now metav1.Time) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		n := ptr.Deref(o.Spec.Replicas, 1)
+		o.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: o.Generation,
+			Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now, LastTransitionTime: now},
+			},
+		}
+	case *appsv1.StatefulSet:
+		n := ptr.Deref(o.Spec.Replicas, 1)
+		o.Status = appsv1.StatefulSetStatus{
+			ObservedGeneration: o.Generation,
+			Replicas:           n, ReadyReplicas: n, CurrentReplicas: n, UpdatedReplicas: n, AvailableReplicas: n,
+			CurrentRevision: o.Name + "-rev", UpdateRevision: o.Name + "-rev",
+		}
+	case *corev1.PersistentVolumeClaim:
+		o.Status = corev1.PersistentVolumeClaimStatus{
+			Phase: corev1.ClaimBound, AccessModes: o.Spec.AccessModes, Capacity: o.Spec.Resources.Requests,
+		}
+	case *batchv1.Job:
+		start := now
+		if o.Status.StartTime != nil {
+			start = *o.Status.StartTime
+		}
+		o.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: ptr.Deref(o.Spec.Completions, 1),
+			Conditions: []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+			}}
+	}
+}
+
+// Writes returns the writes the harness's manager made since it started or since the last
+// ResetWrites, in order, each as "VERB resource/name" or "VERB resource/name/subresource" (for
+// example "PATCH configmaps/demo-config", "PUT valkeys/demo/status"). Events and the start-up
+// RBAC check's access reviews are left out: they change no object.
+func (h *Harness) Writes() []string { return h.writes.snapshot() }
+
+// ResetWrites forgets the writes recorded so far.
+func (h *Harness) ResetWrites() { h.writes.reset() }
+
+func (h *Harness) describe(obj client.Object) string {
+	kind := "object"
+	if gvk, err := apiutil.GVKForObject(obj, h.scheme); err == nil {
+		kind = gvk.Kind
+	}
+	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// conditionsOf returns u's status.conditions (kdag's status block), skipping malformed entries.
+func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []metav1.Condition
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		var c metav1.Condition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c) == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// describeConditions renders the Ready and Stalled conditions for a failure message.
+func describeConditions(conds []metav1.Condition) string {
+	var parts []string
+	for _, typ := range []string{kdagv1alpha1.ConditionReady, kdagv1alpha1.ConditionStalled} {
+		if c := meta.FindStatusCondition(conds, typ); c != nil {
+			parts = append(parts, c.Type+"="+string(c.Status)+" "+c.Reason+": "+c.Message)
+		}
+	}
+	if len(parts) == 0 {
+		return "no Ready condition yet"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeLog records the writes of a manager (see Harness.Writes).
+type writeLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *writeLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+}
+
+func (l *writeLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
+func (l *writeLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = nil
+}
+
+// recordingTransport records each write request it carries in log.
+type recordingTransport struct {
+	next http.RoundTripper
+	log  *writeLog
+}
+
+func (rt recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.next.RoundTrip(req)
+	if line, ok := writeLine(req.Method, req.URL.Path); ok && err == nil && resp.StatusCode < 300 {
+		rt.log.add(line)
+	}
+	return resp, err
+}
+
+// writeLine turns a write request into "VERB resource/name[/subresource]"; reads, events and
+// access reviews give false.
+func writeLine(method, path string) (string, bool) {
+	if method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions {
+		return "", false
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) > 2 && parts[0] == "api":
+		rest = parts[2:]
+	case len(parts) > 3 && parts[0] == "apis":
+		rest = parts[3:]
+	default:
+		return "", false
+	}
+	if len(rest) > 2 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	if len(rest) == 0 {
+		return "", false
+	}
+	switch rest[0] {
+	case "events", "selfsubjectaccessreviews", "subjectaccessreviews", "tokenreviews":
+		return "", false
+	}
+	return method + " " + strings.Join(rest, "/"), true
+}
+
+// Case is one table-driven scenario of a component on the real API server, in reconciler.io's
+// spirit: given these live objects, when the owner is created, expect this condition and these
+// writes. RunCases runs each in a harness of its own.
+type Case struct {
+	// Name names the subtest.
+	Name string
+	// Live objects are created before the owner, in the harness's namespace when they have none.
+	Live []client.Object
+	// Owner is created after Live, in the harness's namespace when it has none.
+	Owner client.Object
+	// Ready are objects (Deployment, StatefulSet, Job, PersistentVolumeClaim; selected by name)
+	// marked ready in turn, each once it exists, as their controllers would (MarkReady).
+	Ready []client.Object
+	// Want is the condition of the owner the case waits for (WaitCondition): Type and Status are
+	// required; Reason, when set, must match too.
+	Want metav1.Condition
+	// Writes, when not nil, are the distinct writes the manager made once Want holds
+	// (Harness.Writes, sorted, without repeats); nil: not checked.
+	Writes []string
+}
+
+// RunCases runs each case as a subtest with a harness of its own (Start with components): it
+// creates the case's live objects and owner, marks its workloads ready, waits for its condition
+// and compares the writes. Objects are deep-copied first: cases may share them.
+func RunCases(t *testing.T, api *APIServer, cases []Case, components ...controller.Component) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			h := Start(t, api, components...)
+			for _, obj := range tc.Live {
+				h.Create(obj.DeepCopyObject().(client.Object))
+			}
+			owner := tc.Owner.DeepCopyObject().(client.Object)
+			h.Create(owner)
+			for _, obj := range tc.Ready {
+				h.MarkReady(obj.DeepCopyObject().(client.Object))
+			}
+			got := h.WaitCondition(owner, tc.Want.Type, tc.Want.Status)
+			if tc.Want.Reason != "" && got.Reason != tc.Want.Reason {
+				t.Errorf("%s reason = %s (%s), want %s", tc.Want.Type, got.Reason, got.Message, tc.Want.Reason)
+			}
+			if tc.Writes == nil {
+				return
+			}
+			writes := h.Writes()
+			slices.Sort(writes)
+			writes = slices.Compact(writes)
+			if !slices.Equal(writes, tc.Writes) {
+				t.Errorf("writes:\n\t%s\nwant:\n\t%s", strings.Join(writes, "\n\t"), strings.Join(tc.Writes, "\n\t"))
+			}
+		})
+	}
+}
