@@ -135,7 +135,7 @@ func run(opts options) error {
 	if err != nil {
 		return errors.Wrap(err, "create manager")
 	}
-	if err := controller.Setup(mgr, components); err != nil {
+	if err := controller.Setup(ctx, mgr, components); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -36,9 +36,9 @@ func TestMain(m *testing.M) {
 
 // TestRole_GrantsWhatTheOperatorNeeds: the ClusterRole that controller-gen writes from the RBAC
 // markers (config/rbac/role.yaml, which the chart and install.yaml ship) grants every rule
-// controller.Setup's start-up check asks for: the operator, running as a user bound to that
-// role only, starts. (A missing rule stops the start within milliseconds:
-// pkg/controller's TestSetup_RBACCheck.)
+// controller.Setup's check asks for: the operator, running as a user bound to that role only,
+// is set up and starts. (A missing rule makes Setup fail with the rule named: pkg/controller's
+// TestSetup_RBACCheck.)
 func TestRole_GrantsWhatTheOperatorNeeds(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
 	if err != nil {
@@ -75,8 +75,8 @@ func TestRole_GrantsWhatTheOperatorNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, components); err != nil {
-		t.Fatal(err)
+	if err := controller.Setup(t.Context(), mgr, components); err != nil {
+		t.Fatalf("the operator, with config/rbac/role.yaml only: %v", err)
 	}
 	// The check runs as the manager starts; a start that outlives this window passed it (it
 	// takes one SelfSubjectAccessReview per rule, a few milliseconds each).

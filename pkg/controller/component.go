@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
@@ -56,11 +57,14 @@ func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtim
 }
 
 // Setup registers a Controller per component with mgr, with opts before each component's own,
-// and a check that runs when the manager starts: a SelfSubjectAccessReview per verb kdag needs on
-// each owner type and owned type, which stops the manager with every missing RBAC rule listed
-// (kdag's RBAC markers and the chart's role must grant them). It returns the first setup mistake
-// (a type not in the scheme, a component without owned types, two components of one name).
-func Setup(mgr ctrl.Manager, components []Component, opts ...Option) error {
+// then checks the manager's RBAC: a SelfSubjectAccessReview per verb kdag needs on each owner type
+// and owned type (in each namespace of WithWatchNamespaces, else cluster-wide). It runs here,
+// before mgr.Start, because a manager that may not list a type it caches never starts: its cache
+// waits for ever and no runnable would get to report why. It returns the first setup mistake (a
+// type not in the scheme, a component without owned types, two components of one name), an
+// error listing every missing rule (grant them: kdag's +kubebuilder:rbac markers, the chart's
+// role), or the error of an access review the API server did not answer; ctx bounds the reviews.
+func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts ...Option) error {
 	seen := map[string]bool{}
 	var needs []access
 	for _, comp := range components {
@@ -68,18 +72,28 @@ func Setup(mgr ctrl.Manager, components []Component, opts ...Option) error {
 			return errors.Errorf("controller.Setup: two components named %s", comp.name)
 		}
 		seen[comp.name] = true
-		c, err := register(mgr, comp.name, comp.m, append(append([]Option(nil), opts...), comp.opts...)...)
-		if err != nil {
-			return err
-		}
-		needs = append(needs, c.accessNeeded()...)
+		needs = append(needs, accessNeeded(comp.m, mgr.GetScheme(), mgr.GetRESTMapper())...)
 	}
 	var o options
 	for _, opt := range opts {
 		opt.applyTo(&o)
 	}
 	check := rbacCheck{client: mgr.GetClient(), needs: needs, namespaces: o.WatchNamespaces}
-	return errors.Wrap(mgr.Add(check), "controller.Setup: add the RBAC check")
+	missing, err := check.missing(ctx)
+	if err != nil {
+		return errors.Wrap(err, "controller.Setup: check the manager's RBAC")
+	}
+	if len(missing) > 0 {
+		return errors.Errorf("controller.Setup: the manager's RBAC lacks what its controllers need; grant it (kdag's "+
+			"+kubebuilder:rbac markers, the chart's role): %s", strings.Join(missing, "; "))
+	}
+	// Controllers last: their informers would outlive a refused Setup.
+	for _, comp := range components {
+		if _, err := register(mgr, comp.name, comp.m, append(append([]Option(nil), opts...), comp.opts...)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CacheOptions returns the manager cache options for components: for each type they own and none
@@ -131,24 +145,30 @@ func (a access) String() string {
 	return r + ": " + a.verb
 }
 
-// accessNeeded lists what the Controller does with its owner type and owned types, and its
-// events. Namespaces and referenced kinds are left out: the Controller copes without them.
-func (c *Controller) accessNeeded() []access {
+// accessNeeded returns the API accesses a Controller of m needs: the verbs it uses on the owner
+// type (and its status and finalizers), on each owned type, and on events. A type the scheme or
+// mapper does not know is left out: registering the Controller reports it more clearly.
+func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
 	var out []access
-	add := func(gvk schema.GroupVersionKind, sub string, verbs ...string) {
-		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	add := func(obj client.Object, sub string, verbs ...string) {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
 		if err != nil {
-			return // an unknown kind fails the Controller's own watches with a clearer message
+			return
+		}
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return
 		}
 		for _, v := range verbs {
 			out = append(out, access{group: gvk.Group, resource: mapping.Resource.Resource, subresource: sub, verb: v})
 		}
 	}
-	add(c.ownerGVK, "", "get", "list", "watch", "update", "patch")
-	add(c.ownerGVK, "status", "update", "patch")
-	add(c.ownerGVK, "finalizers", "update")
-	for _, t := range c.owned {
-		add(t.gvk, "", "get", "list", "watch", "create", "update", "patch", "delete")
+	owner := m.newOwner()
+	add(owner, "", "get", "list", "watch", "update", "patch")
+	add(owner, "status", "update", "patch")
+	add(owner, "finalizers", "update")
+	for _, obj := range m.ownedTypes() {
+		add(obj, "", "get", "list", "watch", "create", "update", "patch", "delete")
 	}
 	// The Controller's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
 	// user loses the Warning events that say what failed.
@@ -158,30 +178,14 @@ func (c *Controller) accessNeeded() []access {
 	return out
 }
 
-// rbacCheck is the Runnable Setup adds: when the manager starts, it asks the API server whether
-// the manager may do what its Controllers need, and fails the start with every rule missing.
+// rbacCheck asks the API server whether the manager may do what its Controllers need (Setup).
+// client only creates SelfSubjectAccessReviews: writes need no started cache.
 type rbacCheck struct {
 	client client.Client
 	needs  []access
 	// namespaces are where to ask (WithWatchNamespaces); none: cluster-wide.
 	namespaces []string
 }
-
-// Start implements manager.Runnable.
-func (r rbacCheck) Start(ctx context.Context) error {
-	missing, err := r.missing(ctx)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return errors.Errorf("the manager's RBAC lacks what its controllers need; grant it (kdag's +kubebuilder:rbac markers, "+
-			"the chart's role): %s", strings.Join(missing, "; "))
-	}
-	return nil
-}
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica checks.
-func (r rbacCheck) NeedLeaderElection() bool { return false }
 
 // missing returns the needed accesses the API server denies, sorted and without duplicates.
 func (r rbacCheck) missing(ctx context.Context) ([]string, error) {

@@ -193,9 +193,10 @@ func restMapper(t *testing.T) meta.RESTMapper {
 	return mgr.GetRESTMapper()
 }
 
-// TestSetup_RBACCheck (issue 19 item 1): a manager whose RBAC lacks a rule its controllers need
-// stops at start with every missing rule listed; with the rules its component declares, it
-// starts and reconciles.
+// TestSetup_RBACCheck (issue 19 item 1): Setup refuses a manager whose RBAC lacks a rule its
+// controllers need, with every missing rule listed, also when the missing rule is one the
+// manager's cache needs to start at all (list, watch: its informers would wait for ever); with the
+// rules its component declares, the manager starts and reconciles.
 func TestSetup_RBACCheck(t *testing.T) {
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	grant := func(drop ...string) []rbacv1.PolicyRule {
@@ -230,6 +231,8 @@ func TestSetup_RBACCheck(t *testing.T) {
 			wantMissing: []string{"configmaps: delete", "events.events.k8s.io: create", "widgets.testing.kdag.dev/status: patch"}},
 		{name: "a rule missing in the watched namespace", rules: grant("configmaps:delete"), inNamespace: true,
 			wantMissing: []string{"configmaps: delete in namespace "}},
+		{name: "list and watch missing: the cache could never sync", rules: grant("configmaps:list", "configmaps:watch"),
+			wantMissing: []string{"configmaps: list", "configmaps: watch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
@@ -251,29 +254,28 @@ func TestSetup_RBACCheck(t *testing.T) {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 				return nil
 			}}
-			if err := Setup(mgr, []Component{For("widget-"+ns, rm)}, setupOpts...); err != nil {
+			err = Setup(t.Context(), mgr, []Component{For("widget-"+ns, rm)}, setupOpts...)
+			if tc.wantMissing != nil {
+				if err == nil {
+					t.Fatal("Setup accepted a manager without the rules its controller needs")
+				}
+				for _, want := range tc.wantMissing {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("Setup error %q does not name the missing rule %q", err, want)
+					}
+				}
+				if strings.Contains(err.Error(), "configmaps: get") || strings.Contains(err.Error(), "widgets.testing.kdag.dev: get") {
+					t.Errorf("Setup error %q lists rules that are granted", err)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			started := make(chan error, 1)
 			go func() { started <- mgr.Start(ctx) }()
-
-			if tc.wantMissing != nil {
-				err := <-started
-				if err == nil {
-					t.Fatal("the manager started without the rules its controller needs")
-				}
-				for _, want := range tc.wantMissing {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("start error %q does not name the missing rule %q", err, want)
-					}
-				}
-				if strings.Contains(err.Error(), "configmaps: get") || strings.Contains(err.Error(), "widgets.testing.kdag.dev: get") {
-					t.Errorf("start error %q lists rules that are granted", err)
-				}
-				return
-			}
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 			if err := env.Client.Create(t.Context(), w); err != nil {
 				t.Fatal(err)

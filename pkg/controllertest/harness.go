@@ -78,7 +78,7 @@ func Start(t testing.TB, api *APIServer, components ...controller.Component) *Ha
 	if err != nil {
 		t.Fatalf("controllertest: metrics: %v", err)
 	}
-	if err := controller.Setup(mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
+	if err := controller.Setup(t.Context(), mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
 		t.Fatalf("controllertest: set up components: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

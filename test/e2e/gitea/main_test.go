@@ -172,7 +172,7 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, components); err != nil {
+	if err := controller.Setup(t.Context(), mgr, components); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

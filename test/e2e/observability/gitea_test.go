@@ -205,7 +205,7 @@ func startManager(t *testing.T) *manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, components); err != nil {
+	if err := controller.Setup(t.Context(), mgr, components); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

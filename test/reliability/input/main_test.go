@@ -167,7 +167,7 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(mgr, components); err != nil {
+	if err := controller.Setup(t.Context(), mgr, components); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
