@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -205,7 +206,7 @@ func TestWalk_VisitsChildrenAfterTheirOwner(t *testing.T) {
 func TestWalk_Errors(t *testing.T) {
 	p := newPlanner(t)
 	stop := func(client.Object, *controller.Plan) error { return context.Canceled }
-	if err := p.Walk(t.Context(), decodeFile(t, p), stop); err != context.Canceled {
+	if err := p.Walk(t.Context(), decodeFile(t, p), stop); !errors.Is(err, context.Canceled) {
 		t.Errorf("Walk = %v, want visit's error as it is", err)
 	}
 	none := func(client.Object, *controller.Plan) error { return nil }
