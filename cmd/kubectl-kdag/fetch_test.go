@@ -87,11 +87,11 @@ func TestLoad_StalledOwnerWithoutGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOutput(t, "tree", render(t, tr, "tree"), `
+	checkOutput(t, "tree", rendered(t, tr, "tree"), `
 NAME       READY  STATE    MESSAGE
 Gitea/bad  False  Invalid  Gitea default/bad is invalid: spec.adminEmail is required
 `)
-	checkOutput(t, "mermaid", render(t, tr, "mermaid"), `
+	checkOutput(t, "mermaid", rendered(t, tr, "mermaid"), `
 ---
 title: "Gitea/bad"
 ---
@@ -120,7 +120,7 @@ func TestLoad_UnknownNodeKindIsAWarningNotAnError(t *testing.T) {
 	if !strings.Contains(warn.String(), "Warning: Thing t:") {
 		t.Errorf("warnings %q, want one about Thing t", warn.String())
 	}
-	checkOutput(t, "tree", render(t, tr, "tree"), `
+	checkOutput(t, "tree", rendered(t, tr, "tree"), `
 NAME       READY  STATE  MESSAGE
 Gitea/x    True   Ready  1 nodes ready
 └─Thing/t  True   Ready

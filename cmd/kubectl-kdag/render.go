@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/render"
 )
 
 // row is one line of the tree output.
@@ -175,56 +176,39 @@ func drawable(t *ownerTree) ([]kdagv1alpha1.GraphNode, error) {
 	return g.Nodes, nil
 }
 
-// writeMermaid draws the owner's graph as a Mermaid flowchart in the style of pkg/graph's
-// WriteMermaid: nodes n0, n1, ... in graph order, labeled Kind/name and state, classed by
+// writeMermaid draws the owner's graph as a Mermaid flowchart (pkg/render, as pkg/graph's
+// WriteMermaid): nodes n0, n1, ... in graph order, labeled Kind/name and state, classed by
 // state; edges go from blocker to dependent.
 func writeMermaid(w io.Writer, t *ownerTree) error {
-	nodes, err := drawable(t)
+	g, err := drawing(t)
 	if err != nil {
 		return err
 	}
-	// Mermaid reads #name; as an entity and labels as HTML.
-	escape := strings.NewReplacer(`#`, `#35;`, `"`, `#quot;`, `<`, `#lt;`, `>`, `#gt;`, `&`, `#amp;`, "\n", `<br/>`, "\r", "").Replace
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "---\ntitle: %q\n---\nflowchart TD\n", t.Kind+"/"+t.Name)
-	for i, n := range nodes {
-		fmt.Fprintf(&b, "  n%d[\"%s<br/>%s\"]:::%s\n", i, escape(nodeName(n.Kind, n.Namespace, n.Name, t.Namespace)), n.State, n.State)
-	}
-	writeEdges(&b, nodes, "  n%d --> n%d\n")
-	for _, s := range nodeStates {
-		fmt.Fprintf(&b, "  classDef %s fill:%s\n", s, stateColor(s))
-	}
-	_, err = w.Write(b.Bytes())
-	return err
+	return render.WriteMermaid(w, g)
 }
 
-// writeDOT draws the owner's graph in Graphviz DOT in the style of pkg/graph's WriteDOT.
+// writeDOT draws the owner's graph in Graphviz DOT (pkg/render, as pkg/graph's WriteDOT).
 func writeDOT(w io.Writer, t *ownerTree) error {
-	nodes, err := drawable(t)
+	g, err := drawing(t)
 	if err != nil {
 		return err
 	}
-	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "").Replace
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "digraph {\n  label=\"%s\";\n  labelloc=t;\n  node [shape=box];\n", escape(t.Kind+"/"+t.Name))
-	for i, n := range nodes {
-		fmt.Fprintf(&b, "  n%d [label=\"%s\\n%s\", style=filled, fillcolor=\"%s\"];\n",
-			i, escape(nodeName(n.Kind, n.Namespace, n.Name, t.Namespace)), n.State, stateColor(n.State))
-	}
-	writeEdges(&b, nodes, "  n%d -> n%d;\n")
-	b.WriteString("}\n")
-	_, err = w.Write(b.Bytes())
-	return err
+	return render.WriteDOT(w, g)
 }
 
-// writeEdges writes one line per edge, by dependent in graph order, then by blocker in the
-// order the node declared them. Indices out of range (a corrupt status) are skipped.
-func writeEdges(b *bytes.Buffer, nodes []kdagv1alpha1.GraphNode, format string) {
-	for i, n := range nodes {
-		for _, bl := range n.Blockers {
-			if bl >= 0 && int(bl) < len(nodes) {
-				fmt.Fprintf(b, format, bl, i)
-			}
-		}
+// drawing returns the owner's listed nodes for pkg/render, titled Kind/name, or an error when
+// the status does not list them all. Blockers out of range (a corrupt status) draw no edge.
+func drawing(t *ownerTree) (render.Graph, error) {
+	nodes, err := drawable(t)
+	if err != nil {
+		return render.Graph{}, err
 	}
+	g := render.Graph{Title: t.Kind + "/" + t.Name, Nodes: make([]render.Node, len(nodes))}
+	for i, n := range nodes {
+		g.Nodes[i] = render.Node{Label: nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), State: string(n.State), Blockers: n.Blockers}
+	}
+	for _, s := range nodeStates {
+		g.Styles = append(g.Styles, render.Style{State: string(s), Fill: stateColor(s)})
+	}
+	return g, nil
 }

@@ -28,7 +28,7 @@ func demoTree(t *testing.T, depth int) *ownerTree {
 	return tr
 }
 
-func render(t *testing.T, tr *ownerTree, format string) string {
+func rendered(t *testing.T, tr *ownerTree, format string) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := write(&b, tr, format); err != nil {
@@ -46,7 +46,7 @@ func checkOutput(t *testing.T, what, got, want string) {
 }
 
 func TestWriteTree_TwoLevels(t *testing.T) {
-	checkOutput(t, "tree", render(t, demoTree(t, 3), "tree"), `
+	checkOutput(t, "tree", rendered(t, demoTree(t, 3), "tree"), `
 NAME                             READY  STATE            MESSAGE
 Gitea/demo                       False  WaitingForNodes  waiting for PostgreSQL default/demo-postgresql
 ├─Secret/demo-admin              True   Ready
@@ -62,7 +62,7 @@ Gitea/demo                       False  WaitingForNodes  waiting for PostgreSQL 
 }
 
 func TestWriteTree_DepthZeroDoesNotExpand(t *testing.T) {
-	checkOutput(t, "tree", render(t, demoTree(t, 0), "tree"), `
+	checkOutput(t, "tree", rendered(t, demoTree(t, 0), "tree"), `
 NAME                          READY  STATE            MESSAGE
 Gitea/demo                    False  WaitingForNodes  waiting for PostgreSQL default/demo-postgresql
 ├─Secret/demo-admin           True   Ready
@@ -82,7 +82,7 @@ func TestWriteTree_LastNodeExpandedAndOtherNamespace(t *testing.T) {
 			Graph: &kdagv1alpha1.GraphSummary{Total: 1, Ready: 1, Nodes: []kdagv1alpha1.GraphNode{{Kind: "Secret", Namespace: "b", Name: "x-db", State: kdagv1alpha1.NodeReady}}},
 		}}},
 	}
-	checkOutput(t, "tree", render(t, tr, "tree"), `
+	checkOutput(t, "tree", rendered(t, tr, "tree"), `
 NAME                     READY    STATE  MESSAGE
 App/x                    Unknown         not reconciled yet (status of generation 2, current is 3)
 ├─ClusterRole/x          True     Ready
@@ -97,7 +97,7 @@ func TestWriteTree_TruncatedGraphShowsNotReadyAndCounts(t *testing.T) {
 			{Kind: "Job", Namespace: "a", Name: "migrate", State: kdagv1alpha1.NodeFailed, Message: "BackoffLimitExceeded"},
 			{Kind: "Deployment", Namespace: "a", Name: "web", State: kdagv1alpha1.NodeWaiting, Message: "0 of 2 replicas"},
 		}}}}
-	checkOutput(t, "tree", render(t, tr, "tree"), `
+	checkOutput(t, "tree", rendered(t, tr, "tree"), `
 NAME                  READY    STATE    MESSAGE
 App/big               Unknown           not reconciled yet
 ├─Job/migrate         False    Failed   BackoffLimitExceeded
@@ -113,7 +113,7 @@ App/big               Unknown           not reconciled yet
 }
 
 func TestWriteMermaid(t *testing.T) {
-	checkOutput(t, "mermaid", render(t, demoTree(t, 3), "mermaid"), `
+	checkOutput(t, "mermaid", rendered(t, demoTree(t, 3), "mermaid"), `
 ---
 title: "Gitea/demo"
 ---
@@ -134,7 +134,7 @@ flowchart TD
 }
 
 func TestWriteDOT(t *testing.T) {
-	checkOutput(t, "dot", render(t, demoTree(t, 3), "dot"), `
+	checkOutput(t, "dot", rendered(t, demoTree(t, 3), "dot"), `
 digraph {
   label="Gitea/demo";
   labelloc=t;
@@ -154,7 +154,7 @@ func TestWriteMermaidAndDOT_Escape(t *testing.T) {
 	tr := &ownerTree{Kind: "App", Name: `a"b`, Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 1, Nodes: []kdagv1alpha1.GraphNode{
 		{Kind: "ConfigMap", Name: `x<&#>"y`, State: kdagv1alpha1.NodeFailed, Blockers: []int32{7}}, // out of range: no edge
 	}}}}
-	checkOutput(t, "mermaid", render(t, tr, "mermaid"), `
+	checkOutput(t, "mermaid", rendered(t, tr, "mermaid"), `
 ---
 title: "App/a\"b"
 ---
@@ -166,7 +166,7 @@ flowchart TD
   classDef Blocked fill:#d9d9d9
   classDef Canceled fill:#f6e3a1
 `)
-	checkOutput(t, "dot", render(t, tr, "dot"), `
+	checkOutput(t, "dot", rendered(t, tr, "dot"), `
 digraph {
   label="App/a\"b";
   labelloc=t;
@@ -182,7 +182,7 @@ func TestWriteDOT_OldOperatorWithoutNodes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not list them") {
 		t.Errorf("err = %v, want one saying the status does not list the nodes", err)
 	}
-	checkOutput(t, "tree", render(t, tr, "tree"), `
+	checkOutput(t, "tree", rendered(t, tr, "tree"), `
 NAME                READY    STATE  MESSAGE
 Gitea/demo          Unknown         not reconciled yet
 └─... 3 more nodes                  not listed in the status (at most 100 are); 3 nodes: 3 ready

@@ -1,12 +1,12 @@
 package graph
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/pkg/errors"
+
+	"github.com/kdag-dev/kdag/pkg/render"
 )
 
 // RenderOptions configures WriteDOT and WriteMermaid.
@@ -24,28 +24,11 @@ type RenderOptions[ID comparable] struct {
 // It returns an error wrapping ErrResultMismatch if res is not a result of
 // this graph, and the error of w if writing fails.
 func (g *Graph[ID]) WriteDOT(w io.Writer, res *Result[ID], opts RenderOptions[ID]) error {
-	if err := g.checkResult(res); err != nil {
+	d, err := g.drawing(res, opts)
+	if err != nil {
 		return err
 	}
-	label := labelFunc(opts)
-	// Backslash starts escapes in DOT strings: \n is a line break.
-	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "").Replace
-	var b bytes.Buffer
-	b.WriteString("digraph {\n  node [shape=box];\n")
-	for i, id := range g.ids {
-		text := label(id)
-		if res == nil {
-			fmt.Fprintf(&b, "  n%d [label=\"%s\"];\n", i, escape(text))
-			continue
-		}
-		o := res.Nodes[i].Outcome
-		fmt.Fprintf(&b, "  n%d [label=\"%s\\n%s\", style=filled, fillcolor=\"%s\"];\n",
-			i, escape(text), o, o.color())
-	}
-	g.writeEdges(&b, "  n%d -> n%d;\n")
-	b.WriteString("}\n")
-	_, err := w.Write(b.Bytes())
-	return errors.Wrap(err, "graph: write DOT")
+	return errors.Wrap(render.WriteDOT(w, d), "graph: write DOT")
 }
 
 // WriteMermaid writes the graph as a Mermaid flowchart to w. Nodes are named
@@ -57,41 +40,32 @@ func (g *Graph[ID]) WriteDOT(w io.Writer, res *Result[ID], opts RenderOptions[ID
 // It returns an error wrapping ErrResultMismatch if res is not a result of
 // this graph, and the error of w if writing fails.
 func (g *Graph[ID]) WriteMermaid(w io.Writer, res *Result[ID], opts RenderOptions[ID]) error {
-	if err := g.checkResult(res); err != nil {
+	d, err := g.drawing(res, opts)
+	if err != nil {
 		return err
 	}
-	label := labelFunc(opts)
-	// Mermaid reads #name; as an entity and labels as HTML.
-	escape := strings.NewReplacer(`#`, `#35;`, `"`, `#quot;`, `<`, `#lt;`, `>`, `#gt;`, `&`, `#amp;`, "\n", `<br/>`, "\r", "").Replace
-	var b bytes.Buffer
-	b.WriteString("flowchart TD\n")
-	for i, id := range g.ids {
-		text := escape(label(id))
-		if res == nil {
-			fmt.Fprintf(&b, "  n%d[\"%s\"]\n", i, text)
-			continue
-		}
-		o := res.Nodes[i].Outcome
-		fmt.Fprintf(&b, "  n%d[\"%s<br/>%s\"]:::%s\n", i, text, o, o)
-	}
-	g.writeEdges(&b, "  n%d --> n%d\n")
-	if res != nil {
-		for _, o := range Outcomes() {
-			fmt.Fprintf(&b, "  classDef %s fill:%s\n", o, o.color())
-		}
-	}
-	_, err := w.Write(b.Bytes())
-	return errors.Wrap(err, "graph: write Mermaid")
+	return errors.Wrap(render.WriteMermaid(w, d), "graph: write Mermaid")
 }
 
-// writeEdges writes one line per edge, by dependent in insertion order, then
-// by blocker in the order given to AddNode.
-func (g *Graph[ID]) writeEdges(b *bytes.Buffer, format string) {
-	for i := range int32(len(g.ids)) {
-		for _, blocker := range g.blockersOf(i) {
-			fmt.Fprintf(b, format, blocker, i)
+// drawing returns the graph (and res's outcomes, when res is not nil) for pkg/render.
+func (g *Graph[ID]) drawing(res *Result[ID], opts RenderOptions[ID]) (render.Graph, error) {
+	if err := g.checkResult(res); err != nil {
+		return render.Graph{}, err
+	}
+	label := labelFunc(opts)
+	d := render.Graph{Nodes: make([]render.Node, len(g.ids))}
+	for i, id := range g.ids {
+		d.Nodes[i] = render.Node{Label: label(id), Blockers: g.blockersOf(int32(i))}
+		if res != nil {
+			d.Nodes[i].State = res.Nodes[i].Outcome.String()
 		}
 	}
+	if res != nil {
+		for _, o := range Outcomes() {
+			d.Styles = append(d.Styles, render.Style{State: o.String(), Fill: o.color()})
+		}
+	}
+	return d, nil
 }
 
 func (g *Graph[ID]) checkResult(res *Result[ID]) error {

@@ -1,0 +1,23 @@
+// Package plan renders, without a cluster, what a kdag operator would build: the graph of every
+// owner in a file and of each child owner its graph creates, from the same AddResources code the
+// controllers run (controller.Component.Plan).
+//
+// It gives any kdag operator a `plan -f FILE [-o text|mermaid|dot|yaml] [-n NAMESPACE]` command:
+// when os.Args[1] is "plan", the operator's main passes the other arguments to Run with its
+// scheme (its types and the built-in ones), its components and its CRD manifests (an embed.FS),
+// as the reference operator's plan.go does:
+//
+//	return plan.Run(context.Background(), args, out, plan.Options{
+//		Scheme:     scheme,
+//		Components: controllers.Components(nil),
+//		CRDs:       crds.Bases,
+//	})
+//
+// The main types are Options, which name the operator's components, scheme and CRDs, and
+// Planner, which decodes owners from YAML (Decode), walks an owner and its children (Walk) and
+// writes their plans in a Format (Write). Owners are defaulted with their CRD's structural
+// schema as the API server would, so a plan of a sample shows what the cluster would get. An
+// object of a kind no component reconciles is skipped. Secret values are never printed: the
+// yaml output (controller.Plan.WriteText) shows placeholders. The drawings come from pkg/render,
+// like pkg/graph's and `kubectl kdag`'s.
+package plan

@@ -1,0 +1,115 @@
+package render_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/kdag-dev/kdag/pkg/render"
+)
+
+var styles = []render.Style{{State: "ok", Fill: "#b7e1b0"}, {State: "failed", Fill: "#f4a6a6"}}
+
+func TestWrite(t *testing.T) {
+	plain := render.Graph{Nodes: []render.Node{
+		{Label: "ns"},
+		{Label: `app "v1"`, Blockers: []int32{0}},
+		{Label: "web", Blockers: []int32{1, 0}},
+	}}
+	states := render.Graph{Title: `App/a"b`, Styles: styles, Nodes: []render.Node{
+		{Label: "db", State: "failed"},
+		{Label: "x<&#>y", State: "other", Blockers: []int32{0, 7, -1}}, // 7 and -1: no edge
+	}}
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer, render.Graph) error
+		g     render.Graph
+		want  string
+	}{
+		{"DOT", write(render.WriteDOT), plain, `
+digraph {
+  node [shape=box];
+  n0 [label="ns"];
+  n1 [label="app \"v1\""];
+  n2 [label="web"];
+  n0 -> n1;
+  n1 -> n2;
+  n0 -> n2;
+}
+`},
+		{"DOT with title and states", write(render.WriteDOT), states, `
+digraph {
+  label="App/a\"b";
+  labelloc=t;
+  node [shape=box];
+  n0 [label="db\nfailed", style=filled, fillcolor="#f4a6a6"];
+  n1 [label="x<&#>y\nother", style=filled, fillcolor="#ffffff"];
+  n0 -> n1;
+}
+`},
+		{"Mermaid", write(render.WriteMermaid), plain, `
+flowchart TD
+  n0["ns"]
+  n1["app #quot;v1#quot;"]
+  n2["web"]
+  n0 --> n1
+  n1 --> n2
+  n0 --> n2
+`},
+		{"Mermaid with title and states", write(render.WriteMermaid), states, `
+---
+title: "App/a\"b"
+---
+flowchart TD
+  n0["db<br/>failed"]:::failed
+  n1["x#lt;#amp;#35;#gt;y<br/>other"]:::other
+  n0 --> n1
+  classDef ok fill:#b7e1b0
+  classDef failed fill:#f4a6a6
+`},
+		{"empty DOT", write(render.WriteDOT), render.Graph{}, `
+digraph {
+  node [shape=box];
+}
+`},
+		{"empty Mermaid", write(render.WriteMermaid), render.Graph{}, `
+flowchart TD
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first, second bytes.Buffer
+			if err := tc.write(&first, tc.g); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(&second, tc.g); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.TrimPrefix(tc.want, "\n"); first.String() != want {
+				t.Errorf("got\n%s\nwant\n%s", first.String(), want)
+			}
+			if !bytes.Equal(first.Bytes(), second.Bytes()) {
+				t.Error("two renderings differ")
+			}
+		})
+	}
+}
+
+func write(f func(w io.Writer, g render.Graph) error) func(*bytes.Buffer, render.Graph) error {
+	return func(b *bytes.Buffer, g render.Graph) error { return f(b, g) }
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWrite_WriterError(t *testing.T) {
+	g := render.Graph{Nodes: []render.Node{{Label: "x"}}}
+	if err := render.WriteDOT(failingWriter{}, g); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteDOT(failing writer) = %v, want disk full", err)
+	}
+	if err := render.WriteMermaid(failingWriter{}, g); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteMermaid(failing writer) = %v, want disk full", err)
+	}
+}
