@@ -242,32 +242,41 @@ func isNonEmptyComposite(v any) bool {
 // equalWhole reports whether live equals desired as a whole: maps with the same keys, lists with
 // the same elements in order, scalars as equalSemantic compares them.
 func equalWhole(desired, live any) bool {
+	if equal, composite := equalComposite(desired, live, true, equalWhole); composite {
+		return equal
+	}
+	return equalSemantic(desired, live)
+}
+
+// equalComposite compares a desired map or list with live, element by element with elem: every
+// key of a desired map must be in live (and no other when whole), a list's items pairwise in
+// order. composite is false when desired is neither a map nor a list.
+func equalComposite(desired, live any, whole bool, elem func(desired, live any) bool) (equal, composite bool) {
 	switch d := desired.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
-		if !ok || len(l) != len(d) {
-			return false
+		if !ok || whole && len(l) != len(d) {
+			return false, true
 		}
 		for k, dv := range d {
-			if lv, ok := l[k]; !ok || !equalWhole(dv, lv) {
-				return false
+			if lv, ok := l[k]; !ok || !elem(dv, lv) {
+				return false, true
 			}
 		}
-		return true
+		return true, true
 	case []any:
 		l, ok := live.([]any)
 		if !ok || len(l) != len(d) {
-			return false
+			return false, true
 		}
 		for i := range d {
-			if !equalWhole(d[i], l[i]) {
-				return false
+			if !elem(d[i], l[i]) {
+				return false, true
 			}
 		}
-		return true
-	default:
-		return equalSemantic(desired, live)
+		return true, true
 	}
+	return false, false
 }
 
 // describeValidation renders structured-merge-diff validation errors by path only, since their
@@ -376,30 +385,10 @@ func findKeyed(l []any, key value.FieldList) (any, bool) {
 
 // equalSemantic reports whether the live value holds the desired value; see Drift for the rules.
 func equalSemantic(desired, live any) bool {
+	if equal, composite := equalComposite(desired, live, false, equalSemantic); composite {
+		return equal
+	}
 	switch d := desired.(type) {
-	case map[string]any:
-		l, ok := live.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, dv := range d {
-			lv, ok := l[k]
-			if !ok || !equalSemantic(dv, lv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		l, ok := live.([]any)
-		if !ok || len(l) != len(d) {
-			return false
-		}
-		for i := range d {
-			if !equalSemantic(d[i], l[i]) {
-				return false
-			}
-		}
-		return true
 	case string:
 		l, ok := live.(string)
 		if !ok {
