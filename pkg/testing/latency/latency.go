@@ -97,8 +97,8 @@ func (p *Proxy) RTT() time.Duration { return 2 * p.oneWay }
 func (p *Proxy) Config(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
-		if out.TLSClientConfig.ServerName == "" {
-			out.TLSClientConfig.ServerName = u.Hostname()
+		if out.ServerName == "" {
+			out.ServerName = u.Hostname()
 		}
 		u.Host = p.Addr()
 		out.Host = u.String()

@@ -336,8 +336,8 @@ func TestProxy_Config(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := tc.in.Host
 			got := p.Config(&tc.in)
-			if got.Host != tc.host || got.TLSClientConfig.ServerName != tc.name {
-				t.Errorf("Config: host %q, server name %q; want %q, %q", got.Host, got.TLSClientConfig.ServerName, tc.host, tc.name)
+			if got.Host != tc.host || got.ServerName != tc.name {
+				t.Errorf("Config: host %q, server name %q; want %q, %q", got.Host, got.ServerName, tc.host, tc.name)
 			}
 			if tc.in.Host != before {
 				t.Errorf("Config changed its argument's host to %q", tc.in.Host)
