@@ -345,3 +345,18 @@ func TestProxy_Config(t *testing.T) {
 		})
 	}
 }
+
+func TestHostPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:6443":         "127.0.0.1:6443",
+		"https://127.0.0.1:6443": "127.0.0.1:6443",
+		"https://localhost":      "localhost:443",
+		"http://localhost/api":   "localhost:80",
+		"https://[::1]:8443":     "[::1]:8443",
+	} {
+		got, err := hostPort(in)
+		if err != nil || got != want {
+			t.Errorf("hostPort(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
