@@ -17,6 +17,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/testing/latency"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -219,10 +220,47 @@ func BenchmarkConverge(b *testing.B) {
 	quietLogs()
 	for _, shape := range []struct{ width, depth int }{{1, 3}, {10, 3}, {50, 2}} {
 		b.Run(fmt.Sprintf("width=%d/depth=%d", shape.width, shape.depth), func(b *testing.B) {
-			b.Run("engine=baseline", func(b *testing.B) { benchmarkConverge(b, shape.width, shape.depth, false) })
-			b.Run("engine=kdag", func(b *testing.B) { benchmarkConverge(b, shape.width, shape.depth, true) })
+			for _, engine := range []string{"baseline", "kdag"} {
+				b.Run("engine="+engine, func(b *testing.B) {
+					benchmarkConverge(b, convergeCase{width: shape.width, depth: shape.depth, engine: engine})
+				})
+			}
 		})
 	}
+}
+
+// BenchmarkConverge_RTT is BenchmarkConverge at width 10 × depth 3 (issue 16's target shape)
+// over a network: the manager reaches the API server through a loopback proxy
+// (pkg/testing/latency) that adds rtt to every request, response and watch event, as a managed
+// cluster's API server 5 to 50 ms away would. rtt=0ms goes through the same proxy without a
+// delay. The engines are BenchmarkConverge's two and engine=rawssa, the raw parallel floor
+// (convergeRawSSA) timed on its own.
+//
+// Besides BenchmarkConverge's metrics, each reports x-floor: its wall time over (depth + 1) ×
+// rtt, the least any engine can take (one round trip per layer and one for the status write);
+// issue 16's target for kdag at 20 ms is ≤ 1.3, and speedup-x (engine=kdag, against the
+// baseline run interleaved with it) ≥ 5.
+func BenchmarkConverge_RTT(b *testing.B) {
+	quietLogs()
+	const width, depth = 10, 3
+	for _, rtt := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond} {
+		b.Run(fmt.Sprintf("rtt=%dms/width=%d/depth=%d", rtt.Milliseconds(), width, depth), func(b *testing.B) {
+			for _, engine := range []string{"baseline", "rawssa", "kdag"} {
+				b.Run("engine="+engine, func(b *testing.B) {
+					benchmarkConverge(b, convergeCase{width: width, depth: depth, engine: engine, rtt: rtt, proxy: true})
+				})
+			}
+		})
+	}
+}
+
+// convergeCase is one run of benchmarkConverge: the graph's shape, the engine timed ("baseline",
+// "rawssa" or "kdag") and, with proxy, the round trip a latency proxy adds to every request.
+type convergeCase struct {
+	width, depth int
+	engine       string
+	rtt          time.Duration
+	proxy        bool
 }
 
 // convergeCost adds up what the measured deploys of one engine cost.
@@ -244,11 +282,21 @@ func (c *convergeCost) report(b *testing.B, depth int, rtt time.Duration) {
 	b.ReportMetric(float64(c.reads)/float64(c.deploys), "uncachedReads/op")
 }
 
-func benchmarkConverge(b *testing.B, width, depth int, kdag bool) {
+func benchmarkConverge(b *testing.B, cc convergeCase) {
 	const quiet = 50 * time.Millisecond
 	ctx := context.Background()
+	width, depth := cc.width, cc.depth
 	nodes := width * depth
-	f := newFixture(b, convergeRM(width, depth))
+	fc := fixtureConfig{}
+	if cc.proxy {
+		p, err := latency.Start(env.Config.Host, latency.Options{RTT: cc.rtt})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = p.Close() }) // after the fixture's manager has stopped
+		fc.config = p.Config(env.Config)
+	}
+	f := startFixture(b, fc, convergeRM(width, depth))
 	// Warm up the informers, the REST mapper and the connection pool: one-off costs.
 	f.widget("warmup", testapi.WidgetSpec{MaxReplicas: 1})
 	f.waitCached(&testapi.Widget{}, "warmup", "cache sees Widget warmup", func() bool { return true })
@@ -294,27 +342,43 @@ func benchmarkConverge(b *testing.B, width, depth int, kdag bool) {
 		c.reads += len(reads)
 		c.deploys++
 	}
+	baselineRun := func(name string) func() error {
+		return func() error { return convergeBaseline(ctx, f, name, width, depth) }
+	}
+	rawRun := func(name string) func() error {
+		return func() error { return convergeRawSSA(ctx, f, name, width, depth) }
+	}
 	var kdagCost, baselineCost, rawCost convergeCost
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
-		i := strconv.Itoa(baselineCost.deploys)
-		deploy(&baselineCost, "b"+i, !kdag, func() error { return convergeBaseline(ctx, f, "b"+i, width, depth) })
-		if kdag {
-			deploy(&rawCost, "r"+i, false, func() error { return convergeRawSSA(ctx, f, "r"+i, width, depth) })
-			deploy(&kdagCost, "k"+i, true, func() error { return f.reconcile("k" + i) })
+		n := strconv.Itoa(i)
+		switch cc.engine {
+		case "baseline":
+			deploy(&baselineCost, "b"+n, true, baselineRun("b"+n))
+		case "rawssa":
+			deploy(&rawCost, "r"+n, true, rawRun("r"+n))
+		case "kdag":
+			deploy(&baselineCost, "b"+n, false, baselineRun("b"+n))
+			deploy(&rawCost, "r"+n, false, rawRun("r"+n))
+			deploy(&kdagCost, "k"+n, true, func() error { return f.reconcile("k" + n) })
+		default:
+			b.Fatalf("unknown engine %q", cc.engine)
 		}
 		rtt.sample(3)
 		b.StartTimer()
 	}
 	b.StopTimer()
-	if kdag {
-		kdagCost.report(b, depth, rtt.median())
+	timed := map[string]*convergeCost{"baseline": &baselineCost, "rawssa": &rawCost, "kdag": &kdagCost}[cc.engine]
+	timed.report(b, depth, rtt.median())
+	if cc.proxy && cc.rtt > 0 {
+		floor := time.Duration(depth+1) * cc.rtt
+		b.ReportMetric(float64(timed.wall/time.Duration(timed.deploys))/float64(floor), "x-floor")
+	}
+	if cc.engine == "kdag" {
 		b.ReportMetric(float64(baselineCost.wall)/float64(kdagCost.wall), "speedup-x")
 		b.ReportMetric(ms(rawCost.wall/time.Duration(rawCost.deploys)), "rawssa-ms")
 		b.ReportMetric(float64(baselineCost.wall)/float64(rawCost.wall), "rawssa-speedup-x")
 		b.ReportMetric(float64(kdagCost.wall)/float64(rawCost.wall), "x-rawssa")
-	} else {
-		baselineCost.report(b, depth, rtt.median())
 	}
 }
 

@@ -228,11 +228,13 @@ func newRegisteredFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opt
 	return startFixture(t, fixtureConfig{register: true}, rm, opts...)
 }
 
-// fixtureConfig varies a fixture: register the Controller with the manager, and cache these
-// namespaces too (other than the fixture's own).
+// fixtureConfig varies a fixture: register the Controller with the manager, cache these
+// namespaces too (other than the fixture's own), and reach the API server with config instead
+// of env.Config (through a latency proxy, say).
 type fixtureConfig struct {
 	register   bool
 	namespaces []string
+	config     *rest.Config
 }
 
 func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
@@ -243,6 +245,9 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 		namespaces[ns] = cache.Config{}
 	}
 	cfg := rest.CopyConfig(env.Config)
+	if fc.config != nil {
+		cfg = rest.CopyConfig(fc.config)
+	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,

@@ -70,6 +70,8 @@ type scaleHelperConfig struct {
 	KeyData   []byte
 	Namespace string
 	Children  int
+	// Owners is how many settled owners engine "kdag-resync" expects to reconcile.
+	Owners int
 }
 
 // scaleCounts are the child's API requests, counted like fixture.calls (watches excluded) from
@@ -534,7 +536,11 @@ func runScaleHelper() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stopped <-chan error
+	var report func() error // what the engine prints after "ready"
 	switch cfg.Engine {
+	case "kdag-resync":
+		on.Store(true)
+		stopped, report, err = resyncHelper(ctx, rc, cfg, &counts)
 	case "kdag":
 		stopped, err = startScaleManager(ctx, rc, cfg)
 	case "rawssa":
@@ -546,6 +552,11 @@ func runScaleHelper() int {
 		return fail(err)
 	}
 	fmt.Println("ready")
+	if report != nil {
+		if err := report(); err != nil {
+			return fail(err)
+		}
+	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		if in.Text() == "start" {
@@ -573,6 +584,15 @@ func runScaleHelper() int {
 // startScaleManager starts a manager with one kdag Controller with default options and waits
 // for its caches. The returned channel yields the manager's error once ctx ends.
 func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig) (<-chan error, error) {
+	mgr, _, err := newScaleManager(rc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return startManager(ctx, mgr)
+}
+
+// newScaleManager returns a manager with one kdag Controller with default options, not started.
+func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Controller, error) {
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -582,11 +602,18 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := New(mgr, "scale", scaleRM{children: cfg.Children}); err != nil {
-		return nil, err
+	c, err := New(mgr, "scale", scaleRM{children: cfg.Children})
+	if err != nil {
+		return nil, nil, err
 	}
+	return mgr, c, nil
+}
+
+// startManager starts mgr and waits for the caches of Widgets and ConfigMaps. The returned
+// channel yields the manager's error once ctx ends.
+func startManager(ctx context.Context, mgr ctrl.Manager) (<-chan error, error) {
 	for _, obj := range []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return nil, err

@@ -25,6 +25,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -155,14 +156,21 @@ func startManager(t *testing.T, ns, operatorVersion string) (stop func()) {
 // startManagerWithLog is startManager, and returns the path of the manager's log file too.
 func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(), logPath string) {
 	t.Helper()
+	return startManagerWithConfig(t, local.Config, ns, operatorVersion)
+}
+
+// startManagerWithConfig is startManagerWithLog reaching the API server with cfg (through a
+// latency proxy, say), with opts added to every component's.
+func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion string, opts ...controller.Option) (stop func(), logPath string) {
+	t.Helper()
 	logFile, err := os.CreateTemp("", "kdag-e2e-gitea-"+strings.ReplaceAll(t.Name(), "/", "-")+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	components := controllers.Components(nil, controller.WithOperatorVersion(operatorVersion))
+	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion(operatorVersion)}, opts...)...)
 	cacheOpts := controller.CacheOptions(scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(local.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Logger:     zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -201,7 +209,7 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 }
 
 // namespace creates a namespace for the test and deletes it when the test ends.
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gitea-"}}
 	if err := cl.Create(t.Context(), ns); err != nil {
@@ -217,7 +225,7 @@ func namespace(t *testing.T) string {
 }
 
 // logWarnings logs the Warning events of namespace ns, to explain a failed test.
-func logWarnings(t *testing.T, ns string) {
+func logWarnings(t testing.TB, ns string) {
 	events := &corev1.EventList{}
 	if err := cl.List(context.Background(), events, client.InNamespace(ns)); err != nil {
 		t.Logf("list events: %v", err)
@@ -248,7 +256,7 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx 
 }
 
 // applySample creates the objects of config/samples/<file> in ns and returns the Gitea's key.
-func applySample(t *testing.T, ns, file string) client.ObjectKey {
+func applySample(t testing.TB, ns, file string) client.ObjectKey {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
 	if err != nil {
