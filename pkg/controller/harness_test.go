@@ -38,6 +38,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -338,16 +339,8 @@ func (f *fixture) get(obj client.Object, name string) client.Object {
 	return obj
 }
 
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: did not happen within 20 s", what)
-	}
-}
+// waitTimeout bounds the fixture's waits (poll.True) for the cache or the API server.
+const waitTimeout = 20 * time.Second
 
 // widgetRM is the test ResourceManager: a ConfigMap from spec.data, a generated Secret
 // (create-only), a Service, and a Deployment that depends on both; spec.components switches on
@@ -420,7 +413,7 @@ func (f *fixture) cached(obj client.Object, name string) error {
 // waitCached polls the cache until cond holds for the cached obj (cond sees a nil error only).
 func (f *fixture) waitCached(obj client.Object, name, what string, cond func() bool) {
 	f.t.Helper()
-	eventually(f.t, what, func() bool { return f.cached(obj, name) == nil && cond() })
+	poll.True(f.t, what, waitTimeout, func(context.Context) bool { return f.cached(obj, name) == nil && cond() })
 }
 
 // waitCachedGone polls the cache until it no longer holds obj.
@@ -505,7 +498,7 @@ func (f *fixture) events(reason string) []eventsv1.Event {
 func (f *fixture) waitEvent(owner, typ, reason string) eventsv1.Event {
 	f.t.Helper()
 	var found eventsv1.Event
-	eventually(f.t, fmt.Sprintf("%s event %s on Widget %s", typ, reason, owner), func() bool {
+	poll.True(f.t, fmt.Sprintf("%s event %s on Widget %s", typ, reason, owner), waitTimeout, func(context.Context) bool {
 		for _, e := range f.events(reason) {
 			if e.Type == typ && e.Regarding.Kind == "Widget" && e.Regarding.Name == owner {
 				found = e

@@ -2,6 +2,7 @@ package controllertest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -32,6 +32,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 // Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
@@ -137,14 +138,24 @@ func (h *Harness) Get(obj client.Object) bool {
 	return true
 }
 
-// Eventually polls cond every 100 ms until it returns true, and fails t with what when it has
-// not within Timeout, or when cond returns an error.
+// Eventually polls cond every 100 ms (poll.Interval) until it returns true, and fails t with
+// what when it has not within Timeout, or at once with cond's error when it returns one.
 func (h *Harness) Eventually(what string, cond func(ctx context.Context) (bool, error)) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
-		h.t.Fatalf("controllertest: %s: %v (waited %s)", what, err, Timeout)
+	var condErr error
+	poll.Until(h.t, "controllertest: "+what, Timeout, func(ctx context.Context) string {
+		ok, err := cond(ctx)
+		switch {
+		case err != nil:
+			condErr = err
+			return ""
+		case !ok:
+			return "not yet"
+		}
+		return ""
+	})
+	if condErr != nil {
+		h.t.Fatalf("controllertest: %s: %v", what, condErr)
 	}
 }
 
@@ -168,29 +179,22 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 	if owner.GetNamespace() == "" {
 		owner.SetNamespace(h.Namespace)
 	}
-	var last string
 	var found metav1.Condition
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("controllertest: %s has %s=%s", h.describe(owner), typ, status)
+	poll.Until(h.t, what, Timeout, func(ctx context.Context) string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(owner), u); err != nil {
-			last = err.Error()
-			return false, nil
+			return err.Error()
 		}
 		conds := conditionsOf(u)
-		last = describeConditions(conds)
 		c := meta.FindStatusCondition(conds, typ)
 		if c == nil || c.Status != status || c.ObservedGeneration != u.GetGeneration() {
-			return false, nil
+			return describeConditions(conds)
 		}
 		found = *c
-		return true, nil
+		return ""
 	})
-	if err != nil {
-		h.t.Fatalf("controllertest: %s has no %s=%s within %s; last seen: %s", h.describe(owner), typ, status, Timeout, last)
-	}
 	h.Get(owner)
 	return found
 }

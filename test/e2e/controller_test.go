@@ -28,6 +28,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -132,16 +133,6 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s", what, timeout)
-	}
-}
-
 func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 	startManager(t, "rollout", rolloutRM{})
 	ns := namespace(t)
@@ -149,7 +140,7 @@ func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 	if err := cl.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Widget Ready", 60*time.Second, func(ctx context.Context) bool {
+	poll.True(t, "Widget Ready", 60*time.Second, func(ctx context.Context) bool {
 		got := &testapi.Widget{}
 		return cl.Get(ctx, client.ObjectKeyFromObject(w), got) == nil &&
 			meta.IsStatusConditionTrue(got.Status.Conditions, kdagv1alpha1.ConditionReady) &&
@@ -187,13 +178,13 @@ func TestController_GarbageCollectorRemovesObjectsOfDeletedOwner(t *testing.T) {
 	if err := cl.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Deployment created", 60*time.Second, func(ctx context.Context) bool {
+	poll.True(t, "Deployment created", 60*time.Second, func(ctx context.Context) bool {
 		return cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &appsv1.Deployment{}) == nil
 	})
 	if err := cl.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "objects garbage-collected", 60*time.Second, func(ctx context.Context) bool {
+	poll.True(t, "objects garbage-collected", 60*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &appsv1.Deployment{})) &&
 			apierrors.IsNotFound(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone-config"}, &corev1.ConfigMap{}))
 	})

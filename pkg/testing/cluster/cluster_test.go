@@ -13,11 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 var (
@@ -56,16 +56,6 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-// eventually polls cond every 100ms until it returns true or a minute passes.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func TestCluster_NodesReady(t *testing.T) {
 	nodes, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -93,17 +83,17 @@ func TestCluster_DeploymentBecomesAvailable(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deployment web available with 3 replicas", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "deployment web available with 3 replicas", time.Minute, func(ctx context.Context) string {
 		got, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
 		for _, c := range got.Status.Conditions {
-			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-				return got.Status.AvailableReplicas == 3, nil
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue && got.Status.AvailableReplicas == 3 {
+				return ""
 			}
 		}
-		return false, nil
+		return fmt.Sprintf("%d available replicas, conditions %v", got.Status.AvailableReplicas, got.Status.Conditions)
 	})
 }
 
@@ -119,17 +109,17 @@ func TestCluster_JobCompletes(t *testing.T) {
 	if _, err := cs.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "job once complete", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "job once complete", time.Minute, func(ctx context.Context) string {
 		got, err := cs.BatchV1().Jobs(ns).Get(ctx, "once", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
 		for _, c := range got.Status.Conditions {
 			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-				return true, nil
+				return ""
 			}
 		}
-		return false, nil
+		return fmt.Sprintf("conditions %v", got.Status.Conditions)
 	})
 }
 
@@ -147,12 +137,15 @@ func TestCluster_PersistentVolumeClaimBinds(t *testing.T) {
 	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "claim data bound", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "claim data bound", time.Minute, func(ctx context.Context) string {
 		got, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
-		return got.Status.Phase == corev1.ClaimBound, nil
+		if got.Status.Phase != corev1.ClaimBound {
+			return "phase " + string(got.Status.Phase)
+		}
+		return ""
 	})
 }
 
@@ -176,8 +169,8 @@ func TestCluster_GarbageCollectsDependents(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), "owner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "dependent garbage-collected", func(ctx context.Context) (bool, error) {
+	poll.True(t, "dependent garbage-collected", time.Minute, func(ctx context.Context) bool {
 		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "dependent", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return apierrors.IsNotFound(err)
 	})
 }

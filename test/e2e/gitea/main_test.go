@@ -39,6 +39,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
@@ -230,23 +231,6 @@ func logWarnings(t *testing.T, ns string) {
 	}
 }
 
-// eventually polls cond until it returns "" (done) or timeout passes; then it fails the test
-// with what and cond's last answer.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		answer := cond(ctx)
-		if ctx.Err() == nil { // an answer cut by the deadline says nothing about the object
-			last = answer
-		}
-		return answer == "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %s", what, timeout, last)
-	}
-}
-
 // applySample creates the objects of config/samples/<file> in ns and returns the Gitea's key.
 func applySample(t *testing.T, ns, file string) client.ObjectKey {
 	t.Helper()
@@ -297,7 +281,7 @@ func readyFor(ctx context.Context, obj client.Object, status func() *kdagv1alpha
 func waitGiteaReady(t *testing.T, key client.ObjectKey, timeout time.Duration) *giteav1alpha1.Gitea {
 	t.Helper()
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	eventually(t, "Gitea "+key.String()+" Ready", timeout, func(ctx context.Context) string {
+	poll.Until(t, "Gitea "+key.String()+" Ready", timeout, func(ctx context.Context) string {
 		return readyFor(ctx, g, func() *kdagv1alpha1.Status { return &g.Status.Status })
 	})
 	return g

@@ -36,6 +36,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -114,13 +115,13 @@ func TestGiteaObservability(t *testing.T) {
 	if err := cl.Patch(t.Context(), gitea, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Valkey "+valkeyName+" pruned", time.Minute, func(ctx context.Context) bool {
+	poll.True(t, "Valkey "+valkeyName+" pruned", time.Minute, func(ctx context.Context) bool {
 		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyName}, &giteav1alpha1.Valkey{})
 		return apierrors.IsNotFound(err)
 	})
 	waitGiteaReady(t, key, time.Minute, logs)
 	var pruned map[string]any
-	eventually(t, "the \"pruned\" log line", 10*time.Second, func(context.Context) bool {
+	poll.True(t, "the \"pruned\" log line", 10*time.Second, func(context.Context) bool {
 		pruned = logs.find(func(l map[string]any) bool {
 			return l["msg"] == "pruned" && l["controller"] == "gitea" && strings.Contains(fmt.Sprint(l["node"]), valkeyName)
 		})
@@ -290,16 +291,6 @@ func waitGiteaReady(t *testing.T, key client.ObjectKey, timeout time.Duration, l
 		status, _ := json.MarshalIndent(g.Status, "", "  ")
 		t.Fatalf("Gitea %s not Ready (generation %d) within %s; status:\n%s\nlast log lines:\n%s",
 			key, g.Generation, timeout, status, logs.tail(40))
-	}
-}
-
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s", what, timeout)
 	}
 }
 

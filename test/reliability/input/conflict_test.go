@@ -17,6 +17,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 // TestConflict_ForeignObjectsNeverOverwritten: before the sample Gitea is created, someone else
@@ -61,7 +62,7 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 			want: []string{"waiting for PostgreSQL " + ns + "/demo-postgresql (Secret " + ns + "/demo-postgresql-credentials exists and was not created by kdag",
 				"Valkey " + ns + "/demo-valkey (ConfigMap " + ns + "/demo-valkey-config exists and was not created by kdag"}},
 	} {
-		eventually(t, c.name, readyTimeout, func(ctx context.Context) string { return c.check(ctx, ns) })
+		poll.Until(t, c.name, readyTimeout, func(ctx context.Context) string { return c.check(ctx, ns) })
 	}
 	// Blocked dependents, applied independents: the graph summaries of both children.
 	for _, o := range []struct{ kind, name, failed, blocked, applied string }{

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
@@ -47,7 +46,6 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/tracing"
-	"github.com/kdag-dev/kdag/test/internal/poll"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
@@ -264,12 +262,6 @@ func logWarnings(t *testing.T, ns string) {
 			t.Logf("event: %s %s: %s: %s", e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
 		}
 	}
-}
-
-// eventually polls cond every 200 ms until it returns "" (see poll.Until).
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
-	t.Helper()
-	poll.Until(t, what, 200*time.Millisecond, timeout, cond)
 }
 
 // oneLine shortens s to one line of at most 300 characters, for failure messages.
