@@ -123,19 +123,9 @@ func startManager(t *testing.T, name string, rm controller.ResourceManager[*test
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
-	return ns.Name
-}
-
 func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 	startManager(t, "rollout", rolloutRM{})
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: testapi.WidgetSpec{MaxReplicas: 5}}
 	if err := cl.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
@@ -173,7 +163,7 @@ func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 
 func TestController_GarbageCollectorRemovesObjectsOfDeletedOwner(t *testing.T) {
 	startManager(t, "gc", rolloutRM{})
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}, Spec: testapi.WidgetSpec{MaxReplicas: 5}}
 	if err := cl.Create(t.Context(), w); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/pkg/errors"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kdag-dev/kdag/pkg/testing/assets"
+	"github.com/kdag-dev/kdag/pkg/testing/internal/names"
 )
 
 // StorageClassName is the default StorageClass the cluster gets. Claims without a class bind to
@@ -68,6 +70,8 @@ type Cluster struct {
 	Created bool
 
 	opts Options
+	// clientset is built from Config.
+	clientset kubernetes.Interface
 }
 
 func (o *Options) defaults() error {
@@ -175,13 +179,9 @@ func (c *Cluster) reachable(ctx context.Context) bool {
 	if err := c.loadKubeconfig(ctx); err != nil {
 		return false
 	}
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return false
-	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	_, err = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	_, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	return err == nil
 }
 
@@ -213,7 +213,11 @@ func (c *Cluster) loadKubeconfig(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrapf(err, "parse kubeconfig of local cluster %s", c.Name)
 	}
-	c.Kubeconfig, c.Config = kc, cfg
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return errors.Wrapf(err, "create clientset for local cluster %s", c.Name)
+	}
+	c.Kubeconfig, c.Config, c.clientset = kc, cfg, cs
 	return nil
 }
 
@@ -222,12 +226,9 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	if _, err := c.kwokctl(ctx, "scale", "node", "--name", c.Name, "--replicas", fmt.Sprint(c.opts.Nodes)); err != nil {
 		return errors.Wrapf(err, "scale local cluster %s to %d nodes", c.Name, c.opts.Nodes)
 	}
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return errors.Wrap(err, "create clientset")
-	}
+	cs := c.clientset
 	c.logf("waiting for %d Ready nodes", c.opts.Nodes)
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // the API server may still be starting: retry.
@@ -257,6 +258,47 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	}
 	c.logf("local cluster %s ready: %s", c.Name, c.Config.Host)
 	return nil
+}
+
+// Namespace creates a namespace named after the test (with a generated suffix) and returns its
+// name. When the test ends it logs the namespace's Warning events if the test failed, then
+// deletes the namespace; the cluster's namespace controller removes the objects inside. A failure
+// to create it fails t.
+func (c *Cluster) Namespace(t testing.TB) string {
+	t.Helper()
+	ns, err := c.clientset.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: names.DNSLabel(t.Name(), 50) + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logWarnings(t, ns.Name)
+		}
+		_ = c.clientset.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// logWarnings logs the Warning events of namespace ns (core/v1 and events.k8s.io/v1 alike), to
+// explain a failed test.
+func (c *Cluster) logWarnings(t testing.TB, ns string) {
+	events, err := c.clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list events: %v", err)
+		return
+	}
+	for _, e := range events.Items {
+		if e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		line := fmt.Sprintf("event: %s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (x%d)", e.Count)
+		}
+		t.Log(line)
+	}
 }
 
 // Stop deletes the cluster if Start created it and leaves a reused one running.

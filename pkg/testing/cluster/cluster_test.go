@@ -42,20 +42,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// namespace creates a fresh namespace for t; the cluster's namespace controller empties and
-// removes it when the test ends.
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
-
 func TestCluster_NodesReady(t *testing.T) {
 	nodes, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -67,7 +53,7 @@ func TestCluster_NodesReady(t *testing.T) {
 }
 
 func TestCluster_DeploymentBecomesAvailable(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -98,7 +84,7 @@ func TestCluster_DeploymentBecomesAvailable(t *testing.T) {
 }
 
 func TestCluster_JobCompletes(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -124,7 +110,7 @@ func TestCluster_JobCompletes(t *testing.T) {
 }
 
 func TestCluster_PersistentVolumeClaimBinds(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -150,7 +136,7 @@ func TestCluster_PersistentVolumeClaimBinds(t *testing.T) {
 }
 
 func TestCluster_GarbageCollectsDependents(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	owner, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
 	}, metav1.CreateOptions{})

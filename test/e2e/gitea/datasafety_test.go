@@ -168,7 +168,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := namespace(t)
+			ns := local.Namespace(t)
 			startManager(t, ns, "e2e")
 			key := applySample(t, ns, "gitea.yaml")
 			waitGiteaReady(t, key, readyTimeout)
@@ -180,7 +180,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 	}
 
 	t.Run("the credentials Secret is deleted", func(t *testing.T) {
-		ns := namespace(t)
+		ns := local.Namespace(t)
 		startManager(t, ns, "e2e")
 		key := applySample(t, ns, "gitea.yaml")
 		waitGiteaReady(t, key, readyTimeout)
@@ -221,7 +221,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 // TestDataSafety_2_ServerChildDeletedKeepsRepositoriesAndKeys: deleting the GiteaServer brings it
 // back on the same repositories claim with the same SECRET_KEY and INTERNAL_TOKEN.
 func TestDataSafety_2_ServerChildDeletedKeepsRepositoriesAndKeys(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -261,7 +261,7 @@ func nodePool(t *testing.T, value string) {
 // version's migration Job still runs neither deletes that Job nor starts the next migration
 // beside it; the next one starts after it finished, and the status says what it waits for.
 func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	// The server's pods (its migration's too) run only on a node labelled for this test: until
 	// the label is set, the 1.27.3 migration's pod is Pending and its Job active.
@@ -324,7 +324,7 @@ func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
 // TestDataSafety_4_FinishedMigrationIsNotRunAgain: a finished migration Job deleted (a TTL, a
 // clean-up) is not run again, and the server does not roll.
 func TestDataSafety_4_FinishedMigrationIsNotRunAgain(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -367,7 +367,7 @@ func TestDataSafety_4_FinishedMigrationIsNotRunAgain(t *testing.T) {
 // own Deployment whose owner-UID label someone removed is still kdag's: the label comes back and
 // rollouts go on.
 func TestDataSafety_5_OwnershipIsNotALabel(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -407,7 +407,7 @@ func TestDataSafety_5_OwnershipIsNotALabel(t *testing.T) {
 // database's StatefulSet and the Deployments stay at generation 1 (the dependencies hash is the
 // same whether a dependency was just created or read from the cache).
 func TestDataSafety_6_FirstDeployRestartsNothing(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -431,7 +431,7 @@ func TestDataSafety_6_FirstDeployRestartsNothing(t *testing.T) {
 // TestDataSafety_7_ExtraEnvOverridesTheOperatorsVariables: extraEnv replaces a variable the
 // operator sets, as the API says, in the server and in its Jobs.
 func TestDataSafety_7_ExtraEnvOverridesTheOperatorsVariables(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}}
 	g.Spec.ExtraEnv = []corev1.EnvVar{{Name: "GITEA_WORK_DIR", Value: "/var/lib/gitea/work"}, {Name: "HOME", Value: "/tmp/home"}}
@@ -460,7 +460,7 @@ func TestDataSafety_7_ExtraEnvOverridesTheOperatorsVariables(t *testing.T) {
 // TestDataSafety_8_ValkeyConfigCannotInjectDirectives: a reserved directive in another case, or a
 // value with a newline, is refused at admission.
 func TestDataSafety_8_ValkeyConfigCannotInjectDirectives(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	for name, config := range map[string]map[string]giteav1alpha1.ValkeyConfigValue{
 		"reserved key in upper case": {"BIND": "127.0.0.1"},
 		"newline in a value":         {"maxmemory": "64mb\nrequirepass x"},
@@ -475,7 +475,7 @@ func TestDataSafety_8_ValkeyConfigCannotInjectDirectives(t *testing.T) {
 // TestDataSafety_9_OneSecretForDatabaseAndAdmin: a valid spec whose external database and
 // administrator share one Secret becomes Ready.
 func TestDataSafety_9_OneSecretForDatabaseAndAdmin(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	shared := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all-in-one"}, StringData: map[string]string{
 		"host": "db.example.com", "port": "5432", "user": "gitea", "password": "p", "database": "gitea",
@@ -497,7 +497,7 @@ func TestDataSafety_9_OneSecretForDatabaseAndAdmin(t *testing.T) {
 // --cascade=orphan`, a re-created demo says how to take its children back, and does once they
 // are annotated: the same children, the same data.
 func TestDataSafety_10_OrphanedChildrenReattachedByAnnotation(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -545,7 +545,7 @@ func TestDataSafety_10_OrphanedChildrenReattachedByAnnotation(t *testing.T) {
 // access mode cannot change and limits cannot go below requests; an Ingress TLS Secret that does
 // not exist keeps the Gitea from Ready, saying so, instead of serving an https URL that fails.
 func TestDataSafety_11_AdmissionRefusesWhatCannotBeApplied(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -585,7 +585,7 @@ func TestDataSafety_11_AdmissionRefusesWhatCannotBeApplied(t *testing.T) {
 // hand (immutable); rotating the external database Secret's password rolls the server; deleting
 // the namespace makes the operator re-create nothing and log no error.
 func TestDataSafety_12_HandEditsRotationAndNamespaceDeletion(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	_, logPath := startManagerWithLog(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)

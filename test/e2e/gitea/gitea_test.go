@@ -56,7 +56,7 @@ func podsReady(ctx context.Context, ns string, selector *metav1.LabelSelector, w
 // Ready within two minutes, the pods of its three workloads are scheduled and Ready, and the
 // migration Job completed before the server's Deployment was created.
 func TestSample_BecomesReadyWithMigrationFirst(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	start := time.Now()
 	key := applySample(t, ns, "gitea.yaml")
@@ -114,7 +114,7 @@ func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
 // garbage collector removes its objects, the server's app.ini loses its cache settings and the
 // Gitea is Ready again.
 func TestSample_DisablingCachePrunesValkey(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	g := waitGiteaReady(t, key, readyTimeout)
@@ -174,7 +174,7 @@ func present(ctx context.Context, ns string, objs ...client.Object) string {
 // Job is pruned and status.version follows.
 func TestSample_UpgradeMigratesBeforeRollingServer(t *testing.T) {
 	const newVersion = "1.27.4"
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	g := waitGiteaReady(t, key, readyTimeout)
@@ -260,7 +260,7 @@ func TestSample_DeletionPolicyOfData(t *testing.T) {
 }
 
 func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	newGitea := func() *giteav1alpha1.Gitea {
 		g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}}
@@ -405,7 +405,7 @@ func metaItems(l client.ObjectList) ([]string, error) {
 // every owner is reconciled by the new operator, the generated database password and Gitea's
 // keys are byte-for-byte the same.
 func TestSample_GeneratedSecretsSurviveRestart(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	stop := startManager(t, ns, "e2e-first")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -478,7 +478,7 @@ func keys(m map[string][]byte) []string {
 // one (the migration Job "<name>-migrate-1-27-3"). Every derived object, pod and label must be
 // valid, so both become Ready like the sample; one character more is refused with Stalled.
 func TestLongestAcceptedNames_BecomeReady(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	db := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "external-db"},

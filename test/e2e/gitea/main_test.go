@@ -201,36 +201,6 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 	return stop, logFile.Name()
 }
 
-// namespace creates a namespace for the test and deletes it when the test ends.
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gitea-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logWarnings(t, ns.Name)
-		}
-		_ = cl.Delete(context.Background(), ns)
-	})
-	return ns.Name
-}
-
-// logWarnings logs the Warning events of namespace ns, to explain a failed test.
-func logWarnings(t *testing.T, ns string) {
-	events := &corev1.EventList{}
-	if err := cl.List(context.Background(), events, client.InNamespace(ns)); err != nil {
-		t.Logf("list events: %v", err)
-		return
-	}
-	for _, e := range events.Items {
-		if e.Type == corev1.EventTypeWarning {
-			t.Logf("event: %s %s: %s: %s (x%d)", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
-		}
-	}
-}
-
 // applySample creates the objects of config/samples/<file> in ns and returns the Gitea's key.
 func applySample(t *testing.T, ns, file string) client.ObjectKey {
 	t.Helper()

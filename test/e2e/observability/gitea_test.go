@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -95,7 +94,7 @@ func TestGiteaObservability(t *testing.T) {
 
 	started := time.Now()
 	mgr := startManager(t)
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	gitea := applySample(t, ns)
 	key := client.ObjectKeyFromObject(gitea)
 	waitGiteaReady(t, key, 2*time.Minute, logs)
@@ -242,16 +241,6 @@ func isolateOTelEnv(t *testing.T) {
 			}
 		}
 	}
-}
-
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-obs-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
-	return ns.Name
 }
 
 // applySample creates config/samples/gitea.yaml in ns.

@@ -28,7 +28,7 @@ import (
 // Once the foreign objects are deleted, kdag creates its own and the Gitea becomes Ready.
 func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t, "foreign")
+	ns := local.Namespace(t)
 	op := startOperator(t, []string{ns})
 	ctx := t.Context()
 	foreign := []client.Object{
@@ -179,7 +179,7 @@ const quietFor = 5 * time.Second
 func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option) fightResult {
 	t.Helper()
 	ctx := t.Context()
-	ns := namespace(t, "fight-"+name)
+	ns := local.Namespace(t)
 	op := startOperator(t, []string{ns}, opts...)
 	defer op.stop()
 	if err := cl.Create(ctx, owner("Valkey", ns, "fight", map[string]any{"config": map[string]any{"maxmemory": "64mb"}})); err != nil {

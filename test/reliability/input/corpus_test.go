@@ -87,7 +87,7 @@ func externalDB(name string) map[string]any {
 // Reconciling with the reason), no reconcile panics, and the sample becomes Ready meanwhile.
 // Creating the missing Secrets afterwards lets the owners that waited for them become Ready.
 func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
-	ns := namespace(t, "corpus")
+	ns := local.Namespace(t)
 	terminating := terminatingNamespace(t)
 	startOperator(t, []string{ns, terminating}, controller.WithReferenceNamespaces(ns, terminating))
 	ctx := t.Context()

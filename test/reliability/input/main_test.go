@@ -25,10 +25,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -225,22 +223,6 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-// namespace creates a namespace for the test and deletes it when the test ends.
-func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logWarnings(t, ns.Name)
-		}
-		_ = cl.Delete(context.Background(), ns)
-	})
-	return ns.Name
-}
-
 // events returns every Event (events.k8s.io/v1) in ns.
 func events(ctx context.Context, ns string) ([]eventsv1.Event, error) {
 	list := &eventsv1.EventList{}
@@ -248,20 +230,6 @@ func events(ctx context.Context, ns string) ([]eventsv1.Event, error) {
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-// logWarnings logs the Warning events of namespace ns, to explain a failed test.
-func logWarnings(t *testing.T, ns string) {
-	list, err := events(context.Background(), ns)
-	if err != nil {
-		t.Logf("list events: %v", err)
-		return
-	}
-	for _, e := range list {
-		if e.Type == corev1.EventTypeWarning {
-			t.Logf("event: %s %s: %s: %s", e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
-		}
-	}
 }
 
 // oneLine shortens s to one line of at most 300 characters, for failure messages.

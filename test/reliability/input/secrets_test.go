@@ -47,7 +47,7 @@ func TestSecrets_NeverLeak(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = shutdownTracing(context.Background()) })
 
-	ns := namespace(t, "secrets")
+	ns := local.Namespace(t)
 	known := map[string]string{
 		"external database password": "kdag-sentinel-db-" + rand.Text(),
 		"administrator password":     "kdag-sentinel-admin-" + rand.Text(),
