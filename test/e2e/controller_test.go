@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,18 +53,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for _, crd := range testapi.CRDs() {
-		if err := cl.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
-			fmt.Fprintln(os.Stderr, "install CRD:", err)
-			return 1
-		}
-	}
-	// Wait until the CRD is served.
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cl.List(ctx, &testapi.WidgetList{}) == nil, nil
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "Widget CRD not served:", err)
+	if err := local.InstallCRDs(testapi.CRDs()...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

@@ -25,12 +25,14 @@ import (
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kdag-dev/kdag/pkg/testing/assets"
 	"github.com/kdag-dev/kdag/pkg/testing/internal/names"
@@ -299,6 +301,15 @@ func (c *Cluster) logWarnings(t testing.TB, ns string) {
 		}
 		t.Log(line)
 	}
+}
+
+// InstallCRDs creates crds on the cluster, or replaces those a reused cluster already has, then
+// waits up to 30 s until discovery serves every kind they declare: controller-runtime's
+// envtest.InstallCRDs, which envtest.Start runs for its Options.CRDs too. It returns an error
+// naming the CRD that could not be created or updated, or the wait's error.
+func (c *Cluster) InstallCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) error {
+	_, err := crenvtest.InstallCRDs(c.Config, crenvtest.CRDInstallOptions{CRDs: crds, MaxTime: 30 * time.Second})
+	return errors.Wrapf(err, "install CRDs in local cluster %s", c.Name)
 }
 
 // Stop deletes the cluster if Start created it and leaves a reused one running.

@@ -71,7 +71,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := refop.InstallCRDs(context.Background(), cl); err != nil {
+	if err := refop.InstallCRDs(local); err != nil {
 		fmt.Fprintln(os.Stderr, "install CRDs:", err)
 		return 1
 	}
