@@ -266,7 +266,7 @@ func benchmarkConverge(b *testing.B, width, depth int, kdag bool) {
 		f.widget(name, testapi.WidgetSpec{MaxReplicas: 1})
 		f.waitCached(&testapi.Widget{}, name, "cache sees Widget "+name, func() bool { return true })
 		f.quiesce(quiet)
-		f.calls.reset()
+		f.calls.Reset()
 		server, client := controlPlaneCPUTime(b), processCPUTime()
 		start := time.Now()
 		if timed {

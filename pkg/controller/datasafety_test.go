@@ -275,7 +275,7 @@ func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 	}
 	poll.True(t, "the cache sees the ConfigMap gone", waitTimeout, func(context.Context) bool { return f.cached(&corev1.ConfigMap{}, "app-config") != nil })
 	poll.True(t, "kdag sees the namespace being deleted", waitTimeout, func(context.Context) bool { return f.c.refs.namespaceTerminating(ctx, f.ns) })
-	f.calls.reset()
+	f.calls.Reset()
 	for range 3 {
 		if _, err := f.c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}); err != nil {
 			t.Fatalf("reconcile in a terminating namespace: %v, want no error", err)

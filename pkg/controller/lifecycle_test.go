@@ -109,7 +109,7 @@ func TestPrune_WaitsUntilEveryNodeIsReady(t *testing.T) {
 		w.Spec.Components = nil
 		w.Spec.Data = map[string]string{"v": "2"}
 	})
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}

@@ -36,7 +36,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
 	secretID := "Secret " + f.ns + "/app-db"
 
-	f.calls.reset()
+	f.calls.Reset()
 	if _, err := f.c.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("reconcile without the Secret: %v", err)
 	}
@@ -69,7 +69,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	f.get(&corev1.ConfigMap{}, "app-config")
 
 	// Read once: later reconciles of the unchanged Secret do not read it again.
-	f.calls.reset()
+	f.calls.Reset()
 	if res, err := f.c.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("reconcile of the settled owner: %+v, %v; want no requeue, no error", res, err)
 	}
@@ -180,7 +180,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 	if !f.notFound(&appsv1.Deployment{}, "app") {
 		t.Error("the Deployment was created although its Secret lacks keys it reads")
 	}
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}

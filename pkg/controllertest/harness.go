@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/requests"
 )
 
 // Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
@@ -49,9 +49,9 @@ type Harness struct {
 	// Client reads and writes the API server directly (no cache), as a cluster admin.
 	Client client.Client
 
-	t      testing.TB
-	scheme *runtime.Scheme
-	writes *writeLog
+	t        testing.TB
+	scheme   *runtime.Scheme
+	requests *requests.Recorder
 }
 
 // Start starts a manager running components (controller.For) in a new namespace of api and
@@ -60,9 +60,9 @@ type Harness struct {
 func Start(t testing.TB, api *APIServer, components ...controller.Component) *Harness {
 	t.Helper()
 	env := api.Env(t)
-	h := &Harness{Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, writes: &writeLog{}}
+	h := &Harness{Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, requests: &requests.Recorder{}}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, log: h.writes} }
+	cfg.Wrap(h.requests.Wrap)
 	cacheOpts := controller.CacheOptions(env.Scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -273,10 +273,21 @@ func markReady(obj client.Object, now metav1.Time) {
 // ResetWrites, in order, each as "VERB resource/name" or "VERB resource/name/subresource" (for
 // example "PATCH configmaps/demo-config", "PUT valkeys/demo/status"). Events and the start-up
 // RBAC check's access reviews are left out: they change no object.
-func (h *Harness) Writes() []string { return h.writes.snapshot() }
+func (h *Harness) Writes() []string {
+	var writes []string
+	for _, r := range h.requests.Requests() {
+		if r.Code < http.StatusOK || r.Code >= http.StatusMultipleChoices {
+			continue // not done
+		}
+		if line, ok := writeLine(r.Method, r.Path); ok {
+			writes = append(writes, line)
+		}
+	}
+	return writes
+}
 
 // ResetWrites forgets the writes recorded so far.
-func (h *Harness) ResetWrites() { h.writes.reset() }
+func (h *Harness) ResetWrites() { h.requests.Reset() }
 
 func (h *Harness) describe(obj client.Object) string {
 	kind := "object"
@@ -315,44 +326,6 @@ func describeConditions(conds []metav1.Condition) string {
 		return "no Ready condition yet"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// writeLog records the writes of a manager (see Harness.Writes).
-type writeLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *writeLog) add(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, line)
-}
-
-func (l *writeLog) snapshot() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.lines)
-}
-
-func (l *writeLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = nil
-}
-
-// recordingTransport records each write request it carries in log.
-type recordingTransport struct {
-	next http.RoundTripper
-	log  *writeLog
-}
-
-func (rt recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := rt.next.RoundTrip(req)
-	if line, ok := writeLine(req.Method, req.URL.Path); ok && err == nil && resp.StatusCode < 300 {
-		rt.log.add(line)
-	}
-	return resp, err
 }
 
 // writeLine turns a write request into "VERB resource/name[/subresource]"; reads, events and

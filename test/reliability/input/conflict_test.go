@@ -86,12 +86,12 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 		}
 		path := objectPath(o)
 		for _, verb := range []string{"PATCH", "PUT", "POST", "DELETE"} {
-			if n := op.writes.count(verb, path); n != 0 {
+			if n := op.requests.Count(verb, path); n != 0 {
 				t.Errorf("the operator sent %d %s to %s, which it did not create, and the server accepted them", n, verb, path)
 			}
 		}
 		// What it sends instead is its conditional create, which the server refuses.
-		t.Logf("%s: %d conditional creates refused by the API server", path, op.writes.count("refused PATCH", path))
+		t.Logf("%s: %d conditional creates refused by the API server", path, op.requests.CountRefused("PATCH", path))
 	}
 
 	// The owner of the objects removes them: kdag creates its own and the Gitea becomes Ready.
@@ -189,11 +189,11 @@ func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option
 	path := "/api/v1/namespaces/" + ns + "/configmaps/fight-config"
 	r := fightResult{ns: ns}
 
-	start := op.writes.count("PATCH", path)
+	start := op.requests.Count("PATCH", path)
 	time.Sleep(quietFor)
-	r.quietWrites = op.writes.count("PATCH", path) - start
+	r.quietWrites = op.requests.Count("PATCH", path) - start
 
-	start = op.writes.count("PATCH", path)
+	start = op.requests.Count("PATCH", path)
 	fightCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for i := 0; fightCtx.Err() == nil; i++ {
@@ -206,7 +206,7 @@ func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	r.writes = op.writes.count("PATCH", path) - start
+	r.writes = op.requests.Count("PATCH", path) - start
 	var err error
 	if r.events, err = events(ctx, ns); err != nil {
 		t.Fatal(err)

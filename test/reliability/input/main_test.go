@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +42,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
@@ -135,19 +135,20 @@ func (b *logBuffer) String() string {
 
 // operator is the reference operator running in the test process.
 type operator struct {
-	writes *writeCounter
-	stop   func()
+	// requests records every request the operator sends.
+	requests *requests.Recorder
+	stop     func()
 }
 
 // startOperator runs the reference operator as main.go does (controllers.Components, controller.Setup and CacheOptions,
 // the API client instrumented for tracing), limited to the namespaces ns, with opts for every
-// controller. Every write it makes to the API server is counted. The test's cleanup stops it.
+// controller. Every request it sends to the API server is recorded. The test's cleanup stops it.
 func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operator {
 	t.Helper()
-	op := &operator{writes: &writeCounter{}}
+	op := &operator{requests: &requests.Recorder{}}
 	cfg := rest.CopyConfig(local.Config)
 	cfg.Wrap(tracing.WrapTransport)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counter: op.writes} })
+	cfg.Wrap(op.requests.Wrap)
 	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion("reliability")}, opts...)...)
 	cacheOpts := controller.CacheOptions(scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -178,49 +179,6 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	op.stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(op.stop)
 	return op
-}
-
-// writeCounter counts the operator's writes (every request but GET, LIST and WATCH), by path. A
-// write the API server refused with 409 Conflict changed nothing: kdag's conditional create of
-// an object that exists (its precondition failed) is counted as refused, not as a write.
-type writeCounter struct {
-	mu     sync.Mutex
-	byPath map[string]int
-}
-
-func (c *writeCounter) record(req *http.Request, resp *http.Response) {
-	if req.Method == http.MethodGet {
-		return
-	}
-	method := req.Method
-	if resp != nil && resp.StatusCode == http.StatusConflict {
-		method = "refused " + method
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byPath == nil {
-		c.byPath = map[string]int{}
-	}
-	c.byPath[method+" "+req.URL.Path]++
-}
-
-// count returns how many writes with method went to path so far; method "refused PATCH" counts
-// the PATCHes the server refused with 409 Conflict.
-func (c *writeCounter) count(method, path string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byPath[method+" "+path]
-}
-
-type countingTransport struct {
-	next    http.RoundTripper
-	counter *writeCounter
-}
-
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	t.counter.record(req, resp)
-	return resp, err
 }
 
 // events returns every Event (events.k8s.io/v1) in ns.
