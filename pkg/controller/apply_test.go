@@ -101,7 +101,7 @@ func TestDrift_ForeignChangeIsRepaired(t *testing.T) {
 				if restart {
 					f.restart()
 				}
-				f.calls.reset()
+				f.calls.Reset()
 				if err := f.reconcile("app"); err != nil {
 					t.Fatalf("reconcile: %v", err)
 				}
@@ -119,7 +119,7 @@ func TestDrift_ForeignChangeIsRepaired(t *testing.T) {
 
 				// Once the cache holds the repaired object, nothing is left to do.
 				f.waitCachedVersion(tt.obj(), tt.objName, live.GetResourceVersion())
-				f.calls.reset()
+				f.calls.Reset()
 				if err := f.reconcile("app"); err != nil {
 					t.Fatalf("reconcile after repair: %v", err)
 				}
@@ -146,7 +146,7 @@ func TestDrift_ForeignAnnotationDoesNotLoop(t *testing.T) {
 			if restart {
 				f.restart()
 			}
-			f.calls.reset()
+			f.calls.Reset()
 			for range 2 {
 				if err := f.reconcile("app"); err != nil {
 					t.Fatalf("reconcile: %v", err)

@@ -54,7 +54,7 @@ func benchmarkCreate(b *testing.B, n int) {
 	// Warm up: start the informers and fill the REST mapper, which are one-off requests.
 	f.widget("warmup", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("warmup")
-	f.calls.reset()
+	f.calls.Reset()
 
 	iterations := 0
 	for b.Loop() {
@@ -75,7 +75,7 @@ func benchmarkNoop(b *testing.B, n int) {
 	f := newFixture(b, layeredRM(n))
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
-	f.calls.reset()
+	f.calls.Reset()
 
 	iterations := 0
 	cpu := processCPUTime()

@@ -27,9 +27,8 @@ func quietLogs() { ctrl.SetLogger(logr.Discard()) }
 func (f *fixture) quiesce(quiet time.Duration) {
 	f.t.Helper()
 	total := func() int {
-		f.calls.mu.Lock()
-		defer f.calls.mu.Unlock()
-		return len(f.calls.writes) + len(f.calls.reads) + len(f.calls.events)
+		writes, reads, events, _ := f.calls.split()
+		return len(writes) + len(reads) + len(events)
 	}
 	last, since := total(), time.Now()
 	err := wait.PollUntilContextTimeout(context.Background(), quiet/5, 20*time.Second, false, func(context.Context) (bool, error) {

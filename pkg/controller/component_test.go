@@ -21,6 +21,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -170,7 +171,7 @@ func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, "the cache holds kdag's ConfigMap", func() bool {
+	poll.True(t, "the cache holds kdag's ConfigMap", waitTimeout, func(context.Context) bool {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kdags"}, &corev1.ConfigMap{}) == nil
 	})
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
@@ -280,7 +281,7 @@ func TestSetup_RBACCheck(t *testing.T) {
 			if err := env.Client.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the widget is Ready", func() bool {
+			poll.True(t, "the widget is Ready", waitTimeout, func(context.Context) bool {
 				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 					return false
 				}

@@ -18,6 +18,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/latency"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -313,7 +314,7 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		f.widget(name, testapi.WidgetSpec{MaxReplicas: 1})
 		f.waitCached(&testapi.Widget{}, name, "cache sees Widget "+name, func() bool { return true })
 		f.quiesce(quiet)
-		f.calls.reset()
+		f.calls.Reset()
 		server, client := controlPlaneCPUTime(b), processCPUTime()
 		start := time.Now()
 		if timed {
@@ -391,7 +392,7 @@ func (f *fixture) waitOwnedCached(owner string, n int) {
 		f.t.Fatalf("get Widget %s from the cache: %v", owner, err)
 	}
 	sel := client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(w.UID)}
-	eventually(f.t, fmt.Sprintf("cache holds the %d objects of %s", n, owner), func() bool {
+	poll.True(f.t, fmt.Sprintf("cache holds the %d objects of %s", n, owner), waitTimeout, func(context.Context) bool {
 		var cms corev1.ConfigMapList
 		var secrets corev1.SecretList
 		cl := f.mgr.GetClient()

@@ -79,7 +79,7 @@ func TestCreate_OneRequestPerNewObject(t *testing.T) {
 				f.preCreateConfig("app", foreignData)
 			}
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
-			f.calls.reset()
+			f.calls.Reset()
 			err := f.reconcile("app")
 			if (err != nil) != tc.wantRefused {
 				t.Fatalf("reconcile error %v, want one: %v", err, tc.wantRefused)
@@ -101,11 +101,8 @@ func TestCreate_OneRequestPerNewObject(t *testing.T) {
 				t.Errorf("first reconcile wrote objects %d times %v, want %d (one per object)", len(writes), writes, tc.wantWrites)
 			}
 			// The conditional create of a foreign object is refused by the server, unwritten.
-			f.calls.mu.Lock()
-			refused := len(f.calls.refused)
-			f.calls.mu.Unlock()
-			if refused != btoi(tc.wantRefused) {
-				t.Errorf("%d writes refused with 409, want %d", refused, btoi(tc.wantRefused))
+			if _, _, _, refused := f.calls.split(); len(refused) != btoi(tc.wantRefused) {
+				t.Errorf("%d writes refused with 409, want %d", len(refused), btoi(tc.wantRefused))
 			}
 			if tc.foreign {
 				cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)

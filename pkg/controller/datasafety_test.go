@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -153,7 +154,7 @@ func TestFinished_NotRecreatedAndOrderOnlyEdgeRollsNothing(t *testing.T) {
 	if err := f.cl.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cache sees the Job gone", func() bool { return f.cached(&batchv1.Job{}, "app-migrate") != nil })
+	poll.True(t, "the cache sees the Job gone", waitTimeout, func(context.Context) bool { return f.cached(&batchv1.Job{}, "app-migrate") != nil })
 	f.settle("app")
 	if !f.notFound(&batchv1.Job{}, "app-migrate") {
 		t.Error("the finished Job was created again")
@@ -197,7 +198,7 @@ func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
 	if err := f.cl.Delete(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cache sees the key gone", func() bool { return f.cached(&corev1.Secret{}, "app-key") != nil })
+	poll.True(t, "the cache sees the key gone", waitTimeout, func(context.Context) bool { return f.cached(&corev1.Secret{}, "app-key") != nil })
 	err := f.reconcile("app")
 	if !isTerminalErr(err) {
 		t.Fatalf("reconcile without the key: err = %v, want a terminal error", err)
@@ -272,9 +273,9 @@ func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 	if err := f.cl.Delete(ctx, ns, &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cache sees the ConfigMap gone", func() bool { return f.cached(&corev1.ConfigMap{}, "app-config") != nil })
-	eventually(t, "kdag sees the namespace being deleted", func() bool { return f.c.refs.namespaceTerminating(ctx, f.ns) })
-	f.calls.reset()
+	poll.True(t, "the cache sees the ConfigMap gone", waitTimeout, func(context.Context) bool { return f.cached(&corev1.ConfigMap{}, "app-config") != nil })
+	poll.True(t, "kdag sees the namespace being deleted", waitTimeout, func(context.Context) bool { return f.c.refs.namespaceTerminating(ctx, f.ns) })
+	f.calls.Reset()
 	for range 3 {
 		if _, err := f.c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}); err != nil {
 			t.Fatalf("reconcile in a terminating namespace: %v, want no error", err)

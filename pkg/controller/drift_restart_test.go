@@ -166,7 +166,7 @@ func TestDrift_ListFieldRemovedWhileDownIsRepaired(t *testing.T) {
 			if tt.repaired(edited) {
 				t.Fatal("the foreign edit did not change the object")
 			}
-			f.calls.reset()
+			f.calls.Reset()
 			if err := f.reconcile("app"); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
@@ -184,7 +184,7 @@ func TestDrift_ListFieldRemovedWhileDownIsRepaired(t *testing.T) {
 
 			// Once the cache holds the repaired object, nothing is left to do.
 			f.waitCachedVersion(tt.obj(), tt.objName, live.GetResourceVersion())
-			f.calls.reset()
+			f.calls.Reset()
 			if err := f.reconcile("app"); err != nil {
 				t.Fatalf("reconcile after repair: %v", err)
 			}
@@ -205,7 +205,7 @@ func TestDrift_NoFalsePositiveAfterRestart(t *testing.T) {
 	f.settle("app")
 
 	f.restart()
-	f.calls.reset()
+	f.calls.Reset()
 	for i := range 2 {
 		if err := f.reconcile("app"); err != nil {
 			t.Fatalf("reconcile %d after restart: %v", i, err)
@@ -254,7 +254,7 @@ func TestDrift_SchemaUnavailableAppliesOnce(t *testing.T) {
 		c := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
 		c.Env = c.Env[1:]
 	})
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
@@ -270,7 +270,7 @@ func TestDrift_SchemaUnavailableAppliesOnce(t *testing.T) {
 	}
 
 	f.waitCachedVersion(&appsv1.Deployment{}, "app", d.ResourceVersion)
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("second reconcile: %v", err)
 	}

@@ -57,7 +57,7 @@ func TestDrift_FightIsBounded(t *testing.T) {
 			var res reconcile.Result
 			for round := 1; round <= rounds; round++ {
 				f.rogueApply("app-config", "k", fmt.Sprintf("rogue-%d", round))
-				f.calls.reset()
+				f.calls.Reset()
 				var err error
 				res, err = f.c.Reconcile(context.Background(), req)
 				if err != nil {

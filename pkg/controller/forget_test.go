@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -24,7 +25,7 @@ func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
 	if err := f.cl.Delete(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the verified state of the deleted ConfigMap is forgotten", func() bool {
+	poll.True(t, "the verified state of the deleted ConfigMap is forgotten", waitTimeout, func(context.Context) bool {
 		return !f.c.engine.Verified(cm)
 	})
 	if !f.c.engine.Verified(other) {

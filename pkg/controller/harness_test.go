@@ -38,6 +38,8 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -63,18 +65,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// calls counts the HTTP requests a manager makes, by kind, while counting is on. Watches and the
-// informers' initial lists are not counted once the test resets the counters. Events are
-// written asynchronously by the recorder's broadcaster, so they are kept apart from the writes
-// a reconcile makes itself. A write the server refuses with 409 Conflict changed nothing: it is
-// counted as refused, not as a write.
+// calls records the HTTP requests a manager makes (requests.Recorder) and injects faults into
+// them. Watches and the informers' initial lists are not counted once the test resets the
+// recorder. Events are written asynchronously by the recorder's broadcaster, so they are kept
+// apart from the writes a reconcile makes itself. A write the server refuses with 409 Conflict
+// changed nothing: it is counted as refused, not as a write.
 type calls struct {
-	mu      sync.Mutex
-	writes  []string // "VERB path"
-	reads   []string
-	events  []string
-	refused []string
-	faults  []*fault
+	requests.Recorder
+	mu     sync.Mutex // guards faults
+	faults []*fault
 }
 
 // fault makes the next remaining requests with method and path fail with HTTP code (500 when
@@ -86,36 +85,6 @@ type fault struct {
 	code         int
 	reason       metav1.StatusReason
 	after        func()
-}
-
-func (c *calls) record(req *http.Request, resp *http.Response) {
-	if req.URL.Query().Get("watch") == "true" {
-		return
-	}
-	line := req.Method + " " + req.URL.Path
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case resp != nil && resp.StatusCode == http.StatusConflict && req.Method != http.MethodGet:
-		c.refused = append(c.refused, line)
-	case isEventPath(req.URL.Path):
-		c.events = append(c.events, line)
-	case req.Method == http.MethodGet:
-		c.reads = append(c.reads, line)
-	default:
-		c.writes = append(c.writes, line)
-	}
-}
-
-// isEventPath reports whether path is under events.k8s.io or core/v1 events.
-func isEventPath(path string) bool {
-	if strings.HasPrefix(path, "/apis/events.k8s.io/") {
-		return true
-	}
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	// api/v1/namespaces/<ns>/events[/<name>] or api/v1/events
-	return len(parts) >= 3 && parts[0] == "api" &&
-		(parts[2] == "events" || len(parts) >= 5 && parts[2] == "namespaces" && parts[4] == "events")
 }
 
 // failNext makes the next n requests with method and path fail with HTTP 500 (InternalError).
@@ -158,16 +127,28 @@ func (c *calls) takeFault(req *http.Request) *fault {
 	return nil
 }
 
-func (c *calls) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes, c.reads, c.events, c.refused = nil, nil, nil, nil
+// split sorts the requests recorded since the last reset, each as "VERB path", watches left out:
+// writes the server refused with 409, events, reads (GET), and the other writes.
+func (c *calls) split() (writes, reads, events, refused []string) {
+	for _, r := range c.Requests() {
+		switch {
+		case r.Watch:
+		case r.Refused():
+			refused = append(refused, r.String())
+		case r.Event():
+			events = append(events, r.String())
+		case !r.Write():
+			reads = append(reads, r.String())
+		default:
+			writes = append(writes, r.String())
+		}
+	}
+	return writes, reads, events, refused
 }
 
 func (c *calls) snapshot() (writes, reads []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.writes...), append([]string(nil), c.reads...)
+	writes, reads, _, _ = c.split()
+	return writes, reads
 }
 
 type roundTripper struct {
@@ -178,11 +159,11 @@ type roundTripper struct {
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if f := rt.calls.takeFault(req); f != nil && f.after != nil {
 		resp, err := rt.next.RoundTrip(req)
-		rt.calls.record(req, resp)
+		rt.calls.Record(req, resp)
 		f.after()
 		return resp, err
 	} else if f != nil {
-		rt.calls.record(req, nil)
+		rt.calls.Record(req, nil)
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
@@ -198,7 +179,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}, nil
 	}
 	resp, err := rt.next.RoundTrip(req)
-	rt.calls.record(req, resp)
+	rt.calls.Record(req, resp)
 	return resp, err
 }
 
@@ -321,7 +302,7 @@ func (f *fixture) settle(name string) []string {
 	f.t.Helper()
 	var all []string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		f.calls.reset()
+		f.calls.Reset()
 		_ = f.reconcile(name)
 		writes, _ := f.calls.snapshot()
 		all = append(all, writes...)
@@ -343,16 +324,8 @@ func (f *fixture) get(obj client.Object, name string) client.Object {
 	return obj
 }
 
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: did not happen within 20 s", what)
-	}
-}
+// waitTimeout bounds the fixture's waits (poll.True) for the cache or the API server.
+const waitTimeout = 20 * time.Second
 
 // widgetRM is the test ResourceManager: a ConfigMap from spec.data, a generated Secret
 // (create-only), a Service, and a Deployment that depends on both; spec.components switches on
@@ -425,7 +398,7 @@ func (f *fixture) cached(obj client.Object, name string) error {
 // waitCached polls the cache until cond holds for the cached obj (cond sees a nil error only).
 func (f *fixture) waitCached(obj client.Object, name, what string, cond func() bool) {
 	f.t.Helper()
-	eventually(f.t, what, func() bool { return f.cached(obj, name) == nil && cond() })
+	poll.True(f.t, what, waitTimeout, func(context.Context) bool { return f.cached(obj, name) == nil && cond() })
 }
 
 // waitCachedGone polls the cache until it no longer holds obj.
@@ -510,7 +483,7 @@ func (f *fixture) events(reason string) []eventsv1.Event {
 func (f *fixture) waitEvent(owner, typ, reason string) eventsv1.Event {
 	f.t.Helper()
 	var found eventsv1.Event
-	eventually(f.t, fmt.Sprintf("%s event %s on Widget %s", typ, reason, owner), func() bool {
+	poll.True(f.t, fmt.Sprintf("%s event %s on Widget %s", typ, reason, owner), waitTimeout, func(context.Context) bool {
 		for _, e := range f.events(reason) {
 			if e.Type == typ && e.Regarding.Kind == "Widget" && e.Regarding.Name == owner {
 				found = e

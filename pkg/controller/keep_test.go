@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -39,7 +40,7 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 
 	remote := &corev1.ConfigMap{}
-	eventually(t, "the ConfigMap in the other namespace exists", func() bool {
+	poll.True(t, "the ConfigMap in the other namespace exists", waitTimeout, func(context.Context) bool {
 		return f.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "app-remote"}, remote) == nil
 	})
 	if remote.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) || len(remote.OwnerReferences) != 0 {
@@ -57,7 +58,7 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	if err := f.cl.Update(ctx, remote, client.FieldOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), kdagv1alpha1.ConditionReady) })
+	poll.True(t, "the owner is Ready", waitTimeout, func(context.Context) bool { return isTrue(f.status("app"), kdagv1alpha1.ConditionReady) })
 	role := &rbacv1.ClusterRole{}
 	if err := f.cl.Get(ctx, client.ObjectKey{Name: roleName}, role); err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	if err := f.cl.Delete(ctx, f.get(&testapi.Widget{}, "app")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the owner is gone", func() bool { return f.notFound(&testapi.Widget{}, "app") })
+	poll.True(t, "the owner is gone", waitTimeout, func(context.Context) bool { return f.notFound(&testapi.Widget{}, "app") })
 	if err := f.cl.Get(ctx, client.ObjectKey{Namespace: other, Name: "app-remote"}, &corev1.ConfigMap{}); err == nil {
 		t.Errorf("ConfigMap %s/app-remote survived its owner", other)
 	}

@@ -26,6 +26,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -108,7 +109,7 @@ func TestPrune_WaitsUntilEveryNodeIsReady(t *testing.T) {
 		w.Spec.Components = nil
 		w.Spec.Data = map[string]string{"v": "2"}
 	})
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
@@ -432,7 +433,7 @@ func TestApply_AdmissionDenialIsRetriedNotStalled(t *testing.T) {
 		t.Cleanup(func() { _ = f.cl.Delete(context.Background(), o) })
 	}
 	// The policy takes effect once the API server's policy informer has it: probe with a dry run.
-	eventually(t, "the admission policy denies", func() bool {
+	poll.True(t, "the admission policy denies", waitTimeout, func(context.Context) bool {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "probe"}, Data: map[string]string{"k": "forbidden"}}
 		err := f.cl.Create(ctx, probe, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "denied request")
@@ -458,7 +459,7 @@ func TestApply_AdmissionDenialIsRetriedNotStalled(t *testing.T) {
 	if err := f.cl.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the admission policy is gone", func() bool {
+	poll.True(t, "the admission policy is gone", waitTimeout, func(context.Context) bool {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "probe"}, Data: map[string]string{"k": "forbidden"}}
 		return f.cl.Create(ctx, probe, client.DryRunAll) == nil
 	})

@@ -33,7 +33,7 @@ func TestPrune_DisabledComponentDeletedByOwnerUID(t *testing.T) {
 	f.waitCachedVersion(&corev1.ConfigMap{}, "foreign", foreign.ResourceVersion)
 
 	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Components = []string{"a"} })
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}

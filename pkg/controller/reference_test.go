@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -35,7 +36,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
 	secretID := "Secret " + f.ns + "/app-db"
 
-	f.calls.reset()
+	f.calls.Reset()
 	if _, err := f.c.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("reconcile without the Secret: %v", err)
 	}
@@ -68,7 +69,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 	f.get(&corev1.ConfigMap{}, "app-config")
 
 	// Read once: later reconciles of the unchanged Secret do not read it again.
-	f.calls.reset()
+	f.calls.Reset()
 	if res, err := f.c.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("reconcile of the settled owner: %+v, %v; want no requeue, no error", res, err)
 	}
@@ -111,7 +112,7 @@ func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	eventually(f.t, fmt.Sprintf("referenced %s %s present: %v", gvk.Kind, name, exists), func() bool {
+	poll.True(f.t, fmt.Sprintf("referenced %s %s present: %v", gvk.Kind, name, exists), waitTimeout, func(context.Context) bool {
 		m, err := f.c.refs.cached(context.Background(), gvk, f.ns, name)
 		return err == nil && exists == (m != nil)
 	})
@@ -154,7 +155,7 @@ func (f *fixture) setSecret(name string, data map[string]string) {
 			f.t.Fatal(err)
 		}
 	}
-	eventually(f.t, "the cache of referenced objects sees Secret "+name+" at "+s.ResourceVersion, func() bool {
+	poll.True(f.t, "the cache of referenced objects sees Secret "+name+" at "+s.ResourceVersion, waitTimeout, func(context.Context) bool {
 		m, err := f.c.refs.cached(ctx, corev1.SchemeGroupVersion.WithKind("Secret"), f.ns, name)
 		return err == nil && m != nil && m.GetResourceVersion() == s.ResourceVersion
 	})
@@ -179,7 +180,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 	if !f.notFound(&appsv1.Deployment{}, "app") {
 		t.Error("the Deployment was created although its Secret lacks keys it reads")
 	}
-	f.calls.reset()
+	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
@@ -211,17 +212,17 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 func TestReference_ChangeWakesItsOwners(t *testing.T) {
 	f := newRegisteredFixture(t, keysRM)
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
-	eventually(t, "the owner waits for its Secret", func() bool {
+	poll.True(t, "the owner waits for its Secret", waitTimeout, func(context.Context) bool {
 		c := condition(f.status("app"), kdagv1alpha1.ConditionReady)
 		return c != nil && strings.Contains(c.Message, "does not exist yet")
 	})
 	f.setSecret("app-db", map[string]string{"host": "h", "user": "u"})
-	eventually(t, "the owner names the missing key", func() bool {
+	poll.True(t, "the owner names the missing key", waitTimeout, func(context.Context) bool {
 		c := condition(f.status("app"), kdagv1alpha1.ConditionReady)
 		return c != nil && strings.Contains(c.Message, "it has no key password: add it")
 	})
 	f.setSecret("app-db", map[string]string{"host": "h", "user": "u", "password": "p"})
-	eventually(t, "the owner is Ready", func() bool { return isTrue(f.status("app"), kdagv1alpha1.ConditionReady) })
+	poll.True(t, "the owner is Ready", waitTimeout, func(context.Context) bool { return isTrue(f.status("app"), kdagv1alpha1.ConditionReady) })
 }
 
 // TestReference_RotationRollsDependents (9): a referenced Secret's required keys feed its

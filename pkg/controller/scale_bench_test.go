@@ -33,6 +33,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -483,7 +484,7 @@ type countingTransport struct {
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.on.Load() && req.URL.Query().Get("watch") != "true" {
 		switch {
-		case isEventPath(req.URL.Path):
+		case (requests.Request{Path: req.URL.Path}).Event():
 			atomic.AddInt64(&t.counts.Events, 1)
 		case req.Method == http.MethodGet:
 			atomic.AddInt64(&t.counts.Reads, 1)

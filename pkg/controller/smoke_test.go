@@ -30,7 +30,7 @@ func TestReconcile_CreatesGraphAndBecomesReady(t *testing.T) {
 	}
 	_ = f.get(&corev1.Secret{}, "app-secret")
 
-	f.calls.reset()
+	f.calls.Reset()
 	for range 3 {
 		if err := f.reconcile("app"); err != nil {
 			t.Fatalf("reconcile: %v", err)

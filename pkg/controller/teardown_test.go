@@ -74,7 +74,7 @@ func (f *fixture) deleteAndFinalize(name string, onErr func(error)) ([]error, ma
 	round := 0
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		round++
-		f.calls.reset()
+		f.calls.Reset()
 		err := f.reconcile(name)
 		for _, w := range f.objectWrites() {
 			if verb, path, _ := strings.Cut(w, " "); verb == "DELETE" {

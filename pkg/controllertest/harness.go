@@ -2,10 +2,10 @@ package controllertest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -32,6 +31,8 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/requests"
 )
 
 // Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
@@ -48,9 +49,9 @@ type Harness struct {
 	// Client reads and writes the API server directly (no cache), as a cluster admin.
 	Client client.Client
 
-	t      testing.TB
-	scheme *runtime.Scheme
-	writes *writeLog
+	t        testing.TB
+	scheme   *runtime.Scheme
+	requests *requests.Recorder
 }
 
 // Start starts a manager running components (controller.For) in a new namespace of api and
@@ -59,9 +60,9 @@ type Harness struct {
 func Start(t testing.TB, api *APIServer, components ...controller.Component) *Harness {
 	t.Helper()
 	env := api.Env(t)
-	h := &Harness{Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, writes: &writeLog{}}
+	h := &Harness{Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, requests: &requests.Recorder{}}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, log: h.writes} }
+	cfg.Wrap(h.requests.Wrap)
 	cacheOpts := controller.CacheOptions(env.Scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -137,14 +138,24 @@ func (h *Harness) Get(obj client.Object) bool {
 	return true
 }
 
-// Eventually polls cond every 100 ms until it returns true, and fails t with what when it has
-// not within Timeout, or when cond returns an error.
+// Eventually polls cond every 100 ms (poll.Interval) until it returns true, and fails t with
+// what when it has not within Timeout, or at once with cond's error when it returns one.
 func (h *Harness) Eventually(what string, cond func(ctx context.Context) (bool, error)) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
-		h.t.Fatalf("controllertest: %s: %v (waited %s)", what, err, Timeout)
+	var condErr error
+	poll.Until(h.t, "controllertest: "+what, Timeout, func(ctx context.Context) string {
+		ok, err := cond(ctx)
+		switch {
+		case err != nil:
+			condErr = err
+			return ""
+		case !ok:
+			return "not yet"
+		}
+		return ""
+	})
+	if condErr != nil {
+		h.t.Fatalf("controllertest: %s: %v", what, condErr)
 	}
 }
 
@@ -168,29 +179,22 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 	if owner.GetNamespace() == "" {
 		owner.SetNamespace(h.Namespace)
 	}
-	var last string
 	var found metav1.Condition
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("controllertest: %s has %s=%s", h.describe(owner), typ, status)
+	poll.Until(h.t, what, Timeout, func(ctx context.Context) string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(owner), u); err != nil {
-			last = err.Error()
-			return false, nil
+			return err.Error()
 		}
 		conds := conditionsOf(u)
-		last = describeConditions(conds)
 		c := meta.FindStatusCondition(conds, typ)
 		if c == nil || c.Status != status || c.ObservedGeneration != u.GetGeneration() {
-			return false, nil
+			return describeConditions(conds)
 		}
 		found = *c
-		return true, nil
+		return ""
 	})
-	if err != nil {
-		h.t.Fatalf("controllertest: %s has no %s=%s within %s; last seen: %s", h.describe(owner), typ, status, Timeout, last)
-	}
 	h.Get(owner)
 	return found
 }
@@ -269,10 +273,21 @@ func markReady(obj client.Object, now metav1.Time) {
 // ResetWrites, in order, each as "VERB resource/name" or "VERB resource/name/subresource" (for
 // example "PATCH configmaps/demo-config", "PUT valkeys/demo/status"). Events and the start-up
 // RBAC check's access reviews are left out: they change no object.
-func (h *Harness) Writes() []string { return h.writes.snapshot() }
+func (h *Harness) Writes() []string {
+	var writes []string
+	for _, r := range h.requests.Requests() {
+		if r.Code < http.StatusOK || r.Code >= http.StatusMultipleChoices {
+			continue // not done
+		}
+		if line, ok := writeLine(r.Method, r.Path); ok {
+			writes = append(writes, line)
+		}
+	}
+	return writes
+}
 
 // ResetWrites forgets the writes recorded so far.
-func (h *Harness) ResetWrites() { h.writes.reset() }
+func (h *Harness) ResetWrites() { h.requests.Reset() }
 
 func (h *Harness) describe(obj client.Object) string {
 	kind := "object"
@@ -311,44 +326,6 @@ func describeConditions(conds []metav1.Condition) string {
 		return "no Ready condition yet"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// writeLog records the writes of a manager (see Harness.Writes).
-type writeLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *writeLog) add(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, line)
-}
-
-func (l *writeLog) snapshot() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.lines)
-}
-
-func (l *writeLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = nil
-}
-
-// recordingTransport records each write request it carries in log.
-type recordingTransport struct {
-	next http.RoundTripper
-	log  *writeLog
-}
-
-func (rt recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := rt.next.RoundTrip(req)
-	if line, ok := writeLine(req.Method, req.URL.Path); ok && err == nil && resp.StatusCode < 300 {
-		rt.log.add(line)
-	}
-	return resp, err
 }
 
 // writeLine turns a write request into "VERB resource/name[/subresource]"; reads, events and

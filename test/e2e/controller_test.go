@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +27,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -53,18 +53,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for _, crd := range testapi.CRDs() {
-		if err := cl.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
-			fmt.Fprintln(os.Stderr, "install CRD:", err)
-			return 1
-		}
-	}
-	// Wait until the CRD is served.
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cl.List(ctx, &testapi.WidgetList{}) == nil, nil
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "Widget CRD not served:", err)
+	if err := local.InstallCRDs(testapi.CRDs()...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -122,34 +112,14 @@ func startManager(t *testing.T, name string, rm controller.ResourceManager[*test
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
-	return ns.Name
-}
-
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s", what, timeout)
-	}
-}
-
 func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 	startManager(t, "rollout", rolloutRM{})
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: testapi.WidgetSpec{MaxReplicas: 5}}
 	if err := cl.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Widget Ready", 60*time.Second, func(ctx context.Context) bool {
+	poll.True(t, "Widget Ready", 60*time.Second, func(ctx context.Context) bool {
 		got := &testapi.Widget{}
 		return cl.Get(ctx, client.ObjectKeyFromObject(w), got) == nil &&
 			meta.IsStatusConditionTrue(got.Status.Conditions, kdagv1alpha1.ConditionReady) &&
@@ -182,18 +152,18 @@ func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
 
 func TestController_GarbageCollectorRemovesObjectsOfDeletedOwner(t *testing.T) {
 	startManager(t, "gc", rolloutRM{})
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}, Spec: testapi.WidgetSpec{MaxReplicas: 5}}
 	if err := cl.Create(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Deployment created", 60*time.Second, func(ctx context.Context) bool {
+	poll.True(t, "Deployment created", 60*time.Second, func(ctx context.Context) bool {
 		return cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &appsv1.Deployment{}) == nil
 	})
 	if err := cl.Delete(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "objects garbage-collected", 60*time.Second, func(ctx context.Context) bool {
+	poll.True(t, "objects garbage-collected", 60*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &appsv1.Deployment{})) &&
 			apierrors.IsNotFound(cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone-config"}, &corev1.ConfigMap{}))
 	})

@@ -10,10 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 func newEnvProvider(t *testing.T, opts Options) *Provider {
@@ -100,9 +101,12 @@ func TestProvider_UpdatedCRD(t *testing.T) {
 	p := newEnvProvider(t, Options{MinRefreshInterval: -1})
 	tc := p.WithContext(ctx)
 	// The API server publishes a new CRD's schema shortly after the CRD is created.
-	eventually(t, "the schema of "+gv.String()+" is published", func() error {
+	poll.Until(t, "the schema of "+gv.String()+" is published", 20*time.Second, func(context.Context) string {
 		_, err := tc.ObjectToTyped(gadget(map[string]any{"a": "x"}))
-		return err
+		if err != nil {
+			return err.Error()
+		}
+		return ""
 	})
 	if _, err := tc.ObjectToTyped(gadget(map[string]any{"b": "y"})); err == nil || !strings.Contains(err.Error(), "field not declared in schema") {
 		t.Fatalf("field b before the CRD has it: error = %v, want field not declared", err)
@@ -118,20 +122,11 @@ func TestProvider_UpdatedCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the converter knows the CRD's new field", func() error {
+	poll.Until(t, "the converter knows the CRD's new field", 20*time.Second, func(context.Context) string {
 		_, err := tc.ObjectToTyped(gadget(map[string]any{"a": "x", "b": "y"}))
-		return err
+		if err != nil {
+			return err.Error()
+		}
+		return ""
 	})
-}
-
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		last = f()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within 20 s: %v", what, last)
-	}
 }

@@ -19,19 +19,23 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kdag-dev/kdag/pkg/testing/assets"
+	"github.com/kdag-dev/kdag/pkg/testing/internal/names"
 )
 
 // StorageClassName is the default StorageClass the cluster gets. Claims without a class bind to
@@ -68,6 +72,8 @@ type Cluster struct {
 	Created bool
 
 	opts Options
+	// clientset is built from Config.
+	clientset kubernetes.Interface
 }
 
 func (o *Options) defaults() error {
@@ -175,13 +181,9 @@ func (c *Cluster) reachable(ctx context.Context) bool {
 	if err := c.loadKubeconfig(ctx); err != nil {
 		return false
 	}
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return false
-	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	_, err = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	_, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	return err == nil
 }
 
@@ -213,7 +215,11 @@ func (c *Cluster) loadKubeconfig(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrapf(err, "parse kubeconfig of local cluster %s", c.Name)
 	}
-	c.Kubeconfig, c.Config = kc, cfg
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return errors.Wrapf(err, "create clientset for local cluster %s", c.Name)
+	}
+	c.Kubeconfig, c.Config, c.clientset = kc, cfg, cs
 	return nil
 }
 
@@ -222,12 +228,9 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	if _, err := c.kwokctl(ctx, "scale", "node", "--name", c.Name, "--replicas", fmt.Sprint(c.opts.Nodes)); err != nil {
 		return errors.Wrapf(err, "scale local cluster %s to %d nodes", c.Name, c.opts.Nodes)
 	}
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return errors.Wrap(err, "create clientset")
-	}
+	cs := c.clientset
 	c.logf("waiting for %d Ready nodes", c.opts.Nodes)
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // the API server may still be starting: retry.
@@ -257,6 +260,56 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	}
 	c.logf("local cluster %s ready: %s", c.Name, c.Config.Host)
 	return nil
+}
+
+// Namespace creates a namespace named after the test (with a generated suffix) and returns its
+// name. When the test ends it logs the namespace's Warning events if the test failed, then
+// deletes the namespace; the cluster's namespace controller removes the objects inside. A failure
+// to create it fails t.
+func (c *Cluster) Namespace(t testing.TB) string {
+	t.Helper()
+	ns, err := c.clientset.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: names.DNSLabel(t.Name(), 50) + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logWarnings(t, ns.Name)
+		}
+		_ = c.clientset.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// logWarnings logs the Warning events of namespace ns (core/v1 and events.k8s.io/v1 alike), to
+// explain a failed test.
+func (c *Cluster) logWarnings(t testing.TB, ns string) {
+	events, err := c.clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list events: %v", err)
+		return
+	}
+	for _, e := range events.Items {
+		if e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		line := fmt.Sprintf("event: %s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (x%d)", e.Count)
+		}
+		t.Log(line)
+	}
+}
+
+// InstallCRDs creates crds on the cluster, or replaces those a reused cluster already has, then
+// waits up to 30 s until discovery serves every kind they declare: controller-runtime's
+// envtest.InstallCRDs, which envtest.Start runs for its Options.CRDs too. It returns an error
+// naming the CRD that could not be created or updated, or the wait's error.
+func (c *Cluster) InstallCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) error {
+	_, err := crenvtest.InstallCRDs(c.Config, crenvtest.CRDInstallOptions{CRDs: crds, MaxTime: 30 * time.Second})
+	return errors.Wrapf(err, "install CRDs in local cluster %s", c.Name)
 }
 
 // Stop deletes the cluster if Start created it and leaves a reused one running.

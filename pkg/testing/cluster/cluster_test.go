@@ -13,11 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 var (
@@ -42,30 +42,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// namespace creates a fresh namespace for t; the cluster's namespace controller empties and
-// removes it when the test ends.
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
-
-// eventually polls cond every 100ms until it returns true or a minute passes.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func TestCluster_NodesReady(t *testing.T) {
 	nodes, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -77,7 +53,7 @@ func TestCluster_NodesReady(t *testing.T) {
 }
 
 func TestCluster_DeploymentBecomesAvailable(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -93,22 +69,22 @@ func TestCluster_DeploymentBecomesAvailable(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deployment web available with 3 replicas", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "deployment web available with 3 replicas", time.Minute, func(ctx context.Context) string {
 		got, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
 		for _, c := range got.Status.Conditions {
-			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-				return got.Status.AvailableReplicas == 3, nil
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue && got.Status.AvailableReplicas == 3 {
+				return ""
 			}
 		}
-		return false, nil
+		return fmt.Sprintf("%d available replicas, conditions %v", got.Status.AvailableReplicas, got.Status.Conditions)
 	})
 }
 
 func TestCluster_JobCompletes(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -119,22 +95,22 @@ func TestCluster_JobCompletes(t *testing.T) {
 	if _, err := cs.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "job once complete", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "job once complete", time.Minute, func(ctx context.Context) string {
 		got, err := cs.BatchV1().Jobs(ns).Get(ctx, "once", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
 		for _, c := range got.Status.Conditions {
 			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-				return true, nil
+				return ""
 			}
 		}
-		return false, nil
+		return fmt.Sprintf("conditions %v", got.Status.Conditions)
 	})
 }
 
 func TestCluster_PersistentVolumeClaimBinds(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -147,17 +123,20 @@ func TestCluster_PersistentVolumeClaimBinds(t *testing.T) {
 	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "claim data bound", func(ctx context.Context) (bool, error) {
+	poll.Until(t, "claim data bound", time.Minute, func(ctx context.Context) string {
 		got, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
-		return got.Status.Phase == corev1.ClaimBound, nil
+		if got.Status.Phase != corev1.ClaimBound {
+			return "phase " + string(got.Status.Phase)
+		}
+		return ""
 	})
 }
 
 func TestCluster_GarbageCollectsDependents(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	owner, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
 	}, metav1.CreateOptions{})
@@ -176,8 +155,8 @@ func TestCluster_GarbageCollectsDependents(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(t.Context(), "owner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "dependent garbage-collected", func(ctx context.Context) (bool, error) {
+	poll.True(t, "dependent garbage-collected", time.Minute, func(ctx context.Context) bool {
 		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "dependent", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return apierrors.IsNotFound(err)
 	})
 }

@@ -23,7 +23,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -39,6 +38,7 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kdag-dev/kdag/pkg/testing/assets"
+	"github.com/kdag-dev/kdag/pkg/testing/internal/names"
 )
 
 // Options configure Start. The zero value starts an API server with the built-in types only.
@@ -141,7 +141,7 @@ func (e *Environment) User(name string, groups ...string) (*rest.Config, error) 
 // removed: tests must not rely on deletion emptying it.
 func (e *Environment) Namespace(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("%s-%d", dnsLabel(t.Name(), 50), e.seq.Add(1))
+	name := fmt.Sprintf("%s-%d", names.DNSLabel(t.Name(), 50), e.seq.Add(1))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	ctx := context.Background()
 	if err := e.Client.Create(ctx, ns); err != nil {
@@ -149,29 +149,4 @@ func (e *Environment) Namespace(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
 	return name
-}
-
-// dnsLabel turns s into a lowercase RFC 1123 label of at most limit characters.
-func dnsLabel(s string, limit int) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
-		switch {
-		case ok:
-			b.WriteRune(r)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= limit {
-			break
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	if out == "" {
-		return "test"
-	}
-	return out
 }

@@ -58,7 +58,7 @@ func benchmarkTimeToReady(b *testing.B, rtt time.Duration, opts []controller.Opt
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
-		ns := namespace(b)
+		ns := local.Namespace(b)
 		stop, _ := startManagerWithConfig(b, p.Config(local.Config), ns, "bench", opts...)
 		b.StartTimer()
 		start := time.Now()

@@ -23,6 +23,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 const (
@@ -43,7 +44,7 @@ func takeSnapshot(t *testing.T, ns string, secrets, claims []string) snapshot {
 	t.Helper()
 	s := snapshot{data: map[string]map[string][]byte{}, claims: map[string]string{}}
 	for _, name := range secrets {
-		eventually(t, "Secret "+name+" exists", readyTimeout, func(ctx context.Context) string {
+		poll.Until(t, "Secret "+name+" exists", readyTimeout, func(ctx context.Context) string {
 			sec := &corev1.Secret{}
 			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
 				return err.Error()
@@ -53,7 +54,7 @@ func takeSnapshot(t *testing.T, ns string, secrets, claims []string) snapshot {
 		})
 	}
 	for _, name := range claims {
-		eventually(t, "claim "+name+" exists", readyTimeout, func(ctx context.Context) string {
+		poll.Until(t, "claim "+name+" exists", readyTimeout, func(ctx context.Context) string {
 			c := &corev1.PersistentVolumeClaim{}
 			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 				return err.Error()
@@ -95,7 +96,7 @@ func condition(st *kdagv1alpha1.Status, typ string) *metav1.Condition {
 // and a message containing want.
 func waitCondition(t *testing.T, obj client.Object, status func() *kdagv1alpha1.Status, typ, want string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%T %s: %s with %q", obj, obj.GetName(), typ, want), readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, fmt.Sprintf("%T %s: %s with %q", obj, obj.GetName(), typ, want), readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err.Error()
 		}
@@ -131,7 +132,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 			if err := cl.Delete(t.Context(), pg); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the PostgreSQL is re-created", readyTimeout, func(ctx context.Context) string {
+			poll.Until(t, "the PostgreSQL is re-created", readyTimeout, func(ctx context.Context) string {
 				again := &giteav1alpha1.PostgreSQL{}
 				if err := cl.Get(ctx, client.ObjectKeyFromObject(pg), again); err != nil || again.UID == pg.UID {
 					return fmt.Sprintf("not yet (%v)", err)
@@ -148,7 +149,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 			mergePatch(t, get(t, ns, key.Name, &giteav1alpha1.Gitea{}),
 				`{"spec":{"database":{"type":"external","managed":null,"external":{"secretRef":{"name":"external-db"}}}}}`)
 			waitGiteaReady(t, key, readyTimeout)
-			eventually(t, "the PostgreSQL is pruned", readyTimeout, func(ctx context.Context) string {
+			poll.Until(t, "the PostgreSQL is pruned", readyTimeout, func(ctx context.Context) string {
 				return present(ctx, ns, &giteav1alpha1.PostgreSQL{ObjectMeta: metav1.ObjectMeta{Name: "demo-postgresql"}})
 			})
 			mergePatch(t, get(t, ns, key.Name, &giteav1alpha1.Gitea{}),
@@ -158,7 +159,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 			if err := cl.Delete(t.Context(), get(t, ns, key.Name, &giteav1alpha1.Gitea{})); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the Gitea and its children are gone", readyTimeout, func(ctx context.Context) string {
+			poll.Until(t, "the Gitea and its children are gone", readyTimeout, func(ctx context.Context) string {
 				return present(ctx, ns, &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Name: key.Name}},
 					&giteav1alpha1.PostgreSQL{ObjectMeta: metav1.ObjectMeta{Name: "demo-postgresql"}},
 					&giteav1alpha1.GiteaServer{ObjectMeta: metav1.ObjectMeta{Name: "demo"}})
@@ -167,7 +168,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := namespace(t)
+			ns := local.Namespace(t)
 			startManager(t, ns, "e2e")
 			key := applySample(t, ns, "gitea.yaml")
 			waitGiteaReady(t, key, readyTimeout)
@@ -179,7 +180,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 	}
 
 	t.Run("the credentials Secret is deleted", func(t *testing.T) {
-		ns := namespace(t)
+		ns := local.Namespace(t)
 		startManager(t, ns, "e2e")
 		key := applySample(t, ns, "gitea.yaml")
 		waitGiteaReady(t, key, readyTimeout)
@@ -220,7 +221,7 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 // TestDataSafety_2_ServerChildDeletedKeepsRepositoriesAndKeys: deleting the GiteaServer brings it
 // back on the same repositories claim with the same SECRET_KEY and INTERNAL_TOKEN.
 func TestDataSafety_2_ServerChildDeletedKeepsRepositoriesAndKeys(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -229,7 +230,7 @@ func TestDataSafety_2_ServerChildDeletedKeepsRepositoriesAndKeys(t *testing.T) {
 	if err := cl.Delete(t.Context(), srv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the GiteaServer is re-created", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the GiteaServer is re-created", readyTimeout, func(ctx context.Context) string {
 		again := &giteav1alpha1.GiteaServer{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(srv), again); err != nil || again.UID == srv.UID {
 			return fmt.Sprintf("not yet (%v)", err)
@@ -260,7 +261,7 @@ func nodePool(t *testing.T, value string) {
 // version's migration Job still runs neither deletes that Job nor starts the next migration
 // beside it; the next one starts after it finished, and the status says what it waits for.
 func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	// The server's pods (its migration's too) run only on a node labelled for this test: until
 	// the label is set, the 1.27.3 migration's pod is Pending and its Job active.
@@ -271,7 +272,7 @@ func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
 	}
 	const first, second = "demo-migrate-1-27-3", "demo-migrate-1-27-4"
 	srv := &giteav1alpha1.GiteaServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}}
-	eventually(t, "the 1.27.3 migration runs", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the 1.27.3 migration runs", readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(srv), srv); err != nil {
 			return err.Error()
 		}
@@ -300,7 +301,7 @@ func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
 	nodePool(t, ns)
 	var completed *metav1.Time
 	var next *batchv1.Job
-	eventually(t, "the 1.27.4 migration after the 1.27.3 one", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the 1.27.4 migration after the 1.27.3 one", readyTimeout, func(ctx context.Context) string {
 		j := &batchv1.Job{}
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: first}, j); err == nil && j.Status.CompletionTime != nil {
 			completed = j.Status.CompletionTime
@@ -323,12 +324,12 @@ func TestDataSafety_3_RunningMigrationIsNeverInterrupted(t *testing.T) {
 // TestDataSafety_4_FinishedMigrationIsNotRunAgain: a finished migration Job deleted (a TTL, a
 // clean-up) is not run again, and the server does not roll.
 func TestDataSafety_4_FinishedMigrationIsNotRunAgain(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
 	const job = "demo-migrate-1-27-3"
-	eventually(t, "status.migration Succeeded", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "status.migration Succeeded", readyTimeout, func(ctx context.Context) string {
 		srv := &giteav1alpha1.GiteaServer{}
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo"}, srv); err != nil {
 			return err.Error()
@@ -342,7 +343,7 @@ func TestDataSafety_4_FinishedMigrationIsNotRunAgain(t *testing.T) {
 	if err := cl.Delete(t.Context(), get(t, ns, job, &batchv1.Job{}), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Job is gone", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the Job is gone", readyTimeout, func(ctx context.Context) string {
 		return present(ctx, ns, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: job}})
 	})
 	consistently(t, "the migration is not run again", 5*time.Second, func(ctx context.Context) string {
@@ -366,7 +367,7 @@ func TestDataSafety_4_FinishedMigrationIsNotRunAgain(t *testing.T) {
 // own Deployment whose owner-UID label someone removed is still kdag's: the label comes back and
 // rollouts go on.
 func TestDataSafety_5_OwnershipIsNotALabel(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -378,7 +379,7 @@ func TestDataSafety_5_OwnershipIsNotALabel(t *testing.T) {
 	}
 	d := get(t, ns, "demo", &appsv1.Deployment{})
 	mergePatch(t, d, `{"metadata":{"labels":{"`+kdagv1alpha1.LabelOwnerUID+`":null}}}`)
-	eventually(t, "the Deployment's owner-UID label is back", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the Deployment's owner-UID label is back", readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return err.Error()
 		}
@@ -406,7 +407,7 @@ func TestDataSafety_5_OwnershipIsNotALabel(t *testing.T) {
 // database's StatefulSet and the Deployments stay at generation 1 (the dependencies hash is the
 // same whether a dependency was just created or read from the cache).
 func TestDataSafety_6_FirstDeployRestartsNothing(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -430,7 +431,7 @@ func TestDataSafety_6_FirstDeployRestartsNothing(t *testing.T) {
 // TestDataSafety_7_ExtraEnvOverridesTheOperatorsVariables: extraEnv replaces a variable the
 // operator sets, as the API says, in the server and in its Jobs.
 func TestDataSafety_7_ExtraEnvOverridesTheOperatorsVariables(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}}
 	g.Spec.ExtraEnv = []corev1.EnvVar{{Name: "GITEA_WORK_DIR", Value: "/var/lib/gitea/work"}, {Name: "HOME", Value: "/tmp/home"}}
@@ -459,7 +460,7 @@ func TestDataSafety_7_ExtraEnvOverridesTheOperatorsVariables(t *testing.T) {
 // TestDataSafety_8_ValkeyConfigCannotInjectDirectives: a reserved directive in another case, or a
 // value with a newline, is refused at admission.
 func TestDataSafety_8_ValkeyConfigCannotInjectDirectives(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	for name, config := range map[string]map[string]giteav1alpha1.ValkeyConfigValue{
 		"reserved key in upper case": {"BIND": "127.0.0.1"},
 		"newline in a value":         {"maxmemory": "64mb\nrequirepass x"},
@@ -474,7 +475,7 @@ func TestDataSafety_8_ValkeyConfigCannotInjectDirectives(t *testing.T) {
 // TestDataSafety_9_OneSecretForDatabaseAndAdmin: a valid spec whose external database and
 // administrator share one Secret becomes Ready.
 func TestDataSafety_9_OneSecretForDatabaseAndAdmin(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	shared := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all-in-one"}, StringData: map[string]string{
 		"host": "db.example.com", "port": "5432", "user": "gitea", "password": "p", "database": "gitea",
@@ -496,7 +497,7 @@ func TestDataSafety_9_OneSecretForDatabaseAndAdmin(t *testing.T) {
 // --cascade=orphan`, a re-created demo says how to take its children back, and does once they
 // are annotated: the same children, the same data.
 func TestDataSafety_10_OrphanedChildrenReattachedByAnnotation(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -509,7 +510,7 @@ func TestDataSafety_10_OrphanedChildrenReattachedByAnnotation(t *testing.T) {
 	if err := cl.Delete(t.Context(), get(t, ns, key.Name, &giteav1alpha1.Gitea{}), client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Gitea is gone, its children orphaned", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the Gitea is gone, its children orphaned", readyTimeout, func(ctx context.Context) string {
 		if msg := present(ctx, ns, &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Name: key.Name}}); msg != "" {
 			return msg
 		}
@@ -544,7 +545,7 @@ func TestDataSafety_10_OrphanedChildrenReattachedByAnnotation(t *testing.T) {
 // access mode cannot change and limits cannot go below requests; an Ingress TLS Secret that does
 // not exist keeps the Gitea from Ready, saying so, instead of serving an https URL that fails.
 func TestDataSafety_11_AdmissionRefusesWhatCannotBeApplied(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -569,7 +570,7 @@ func TestDataSafety_11_AdmissionRefusesWhatCannotBeApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	g = waitGiteaReady(t, key, readyTimeout)
-	eventually(t, "status.url is https", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "status.url is https", readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, key, g); err != nil {
 			return err.Error()
 		}
@@ -584,7 +585,7 @@ func TestDataSafety_11_AdmissionRefusesWhatCannotBeApplied(t *testing.T) {
 // hand (immutable); rotating the external database Secret's password rolls the server; deleting
 // the namespace makes the operator re-create nothing and log no error.
 func TestDataSafety_12_HandEditsRotationAndNamespaceDeletion(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	_, logPath := startManagerWithLog(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -610,7 +611,7 @@ func TestDataSafety_12_HandEditsRotationAndNamespaceDeletion(t *testing.T) {
 	if err := cl.Update(t.Context(), external); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the server rolls on the rotated password", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the server rolls on the rotated password", readyTimeout, func(ctx context.Context) string {
 		d := &appsv1.Deployment{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(before), d); err != nil {
 			return err.Error()
@@ -629,7 +630,7 @@ func TestDataSafety_12_HandEditsRotationAndNamespaceDeletion(t *testing.T) {
 	if err := cl.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the namespace is gone", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the namespace is gone", readyTimeout, func(ctx context.Context) string {
 		return present(ctx, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 	raw, err := os.ReadFile(logPath)

@@ -18,6 +18,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 // readyTimeout bounds every wait for the sample to become Ready (`make demo` takes ~6 s).
@@ -55,7 +56,7 @@ func podsReady(ctx context.Context, ns string, selector *metav1.LabelSelector, w
 // Ready within two minutes, the pods of its three workloads are scheduled and Ready, and the
 // migration Job completed before the server's Deployment was created.
 func TestSample_BecomesReadyWithMigrationFirst(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	start := time.Now()
 	key := applySample(t, ns, "gitea.yaml")
@@ -86,7 +87,7 @@ func TestSample_BecomesReadyWithMigrationFirst(t *testing.T) {
 	} {
 		// Readiness of the Gitea means the workloads are available; the pods' own conditions
 		// are reported by kwok's fake kubelet and may trail by a moment.
-		eventually(t, w.name+" pods scheduled and Ready", 30*time.Second, func(ctx context.Context) string {
+		poll.Until(t, w.name+" pods scheduled and Ready", 30*time.Second, func(ctx context.Context) string {
 			return podsReady(ctx, ns, w.selector, *w.replicas)
 		})
 	}
@@ -113,7 +114,7 @@ func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
 // garbage collector removes its objects, the server's app.ini loses its cache settings and the
 // Gitea is Ready again.
 func TestSample_DisablingCachePrunesValkey(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	g := waitGiteaReady(t, key, readyTimeout)
@@ -129,7 +130,7 @@ func TestSample_DisablingCachePrunesValkey(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "demo-valkey-config"}},
 	}
 	start := time.Now()
-	eventually(t, "Valkey and its objects deleted", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "Valkey and its objects deleted", readyTimeout, func(ctx context.Context) string {
 		return present(ctx, ns, gone...)
 	})
 	t.Logf("Valkey and its objects deleted in %s", time.Since(start).Round(100*time.Millisecond))
@@ -173,7 +174,7 @@ func present(ctx context.Context, ns string, objs ...client.Object) string {
 // Job is pruned and status.version follows.
 func TestSample_UpgradeMigratesBeforeRollingServer(t *testing.T) {
 	const newVersion = "1.27.4"
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	key := applySample(t, ns, "gitea.yaml")
 	g := waitGiteaReady(t, key, readyTimeout)
@@ -186,7 +187,7 @@ func TestSample_UpgradeMigratesBeforeRollingServer(t *testing.T) {
 	// the Job: a new image seen while the Job, read later, is not complete is a violation.
 	var job *batchv1.Job
 	sawIncompleteJob := false
-	eventually(t, "server image "+newVersion, readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "server image "+newVersion, readyTimeout, func(ctx context.Context) string {
 		d := &appsv1.Deployment{}
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo"}, d); err != nil {
 			return err.Error()
@@ -216,10 +217,10 @@ func TestSample_UpgradeMigratesBeforeRollingServer(t *testing.T) {
 	}
 
 	g = waitGiteaReady(t, key, readyTimeout)
-	eventually(t, "old migration Job pruned", 30*time.Second, func(ctx context.Context) string {
+	poll.Until(t, "old migration Job pruned", 30*time.Second, func(ctx context.Context) string {
 		return present(ctx, ns, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "demo-migrate-1-27-3"}})
 	})
-	eventually(t, "status.version "+newVersion, 30*time.Second, func(ctx context.Context) string {
+	poll.Until(t, "status.version "+newVersion, 30*time.Second, func(ctx context.Context) string {
 		if err := cl.Get(ctx, key, g); err != nil {
 			return err.Error()
 		}
@@ -259,7 +260,7 @@ func TestSample_DeletionPolicyOfData(t *testing.T) {
 }
 
 func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	newGitea := func() *giteav1alpha1.Gitea {
 		g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}}
@@ -275,7 +276,7 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 	const repoClaim, dbClaim = "demo-data", "data-demo-postgresql-0"
 	claimUID := map[string]string{}
 	for _, name := range []string{repoClaim, dbClaim} {
-		eventually(t, "claim "+name+" exists", readyTimeout, func(ctx context.Context) string {
+		poll.Until(t, "claim "+name+" exists", readyTimeout, func(ctx context.Context) string {
 			c := &corev1.PersistentVolumeClaim{}
 			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 				return err.Error()
@@ -321,7 +322,7 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 	if err := cl.Delete(t.Context(), g); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Gitea, children, their objects and pods deleted", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "Gitea, children, their objects and pods deleted", readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(g), &giteav1alpha1.Gitea{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("Gitea still there (%v)", err)
 		}
@@ -404,7 +405,7 @@ func metaItems(l client.ObjectList) ([]string, error) {
 // every owner is reconciled by the new operator, the generated database password and Gitea's
 // keys are byte-for-byte the same.
 func TestSample_GeneratedSecretsSurviveRestart(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	stop := startManager(t, ns, "e2e-first")
 	key := applySample(t, ns, "gitea.yaml")
 	waitGiteaReady(t, key, readyTimeout)
@@ -440,7 +441,7 @@ func TestSample_GeneratedSecretsSurviveRestart(t *testing.T) {
 		o.obj.SetName(o.name)
 	}
 	for _, o := range owners {
-		eventually(t, fmt.Sprintf("%T %s reconciled by the new operator", o.obj, o.obj.GetName()), readyTimeout, func(ctx context.Context) string {
+		poll.Until(t, fmt.Sprintf("%T %s reconciled by the new operator", o.obj, o.obj.GetName()), readyTimeout, func(ctx context.Context) string {
 			if why := readyFor(ctx, o.obj, o.status); why != "" {
 				return why
 			}
@@ -477,7 +478,7 @@ func keys(m map[string][]byte) []string {
 // one (the migration Job "<name>-migrate-1-27-3"). Every derived object, pod and label must be
 // valid, so both become Ready like the sample; one character more is refused with Stalled.
 func TestLongestAcceptedNames_BecomeReady(t *testing.T) {
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
 	db := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "external-db"},
@@ -508,11 +509,11 @@ func TestLongestAcceptedNames_BecomeReady(t *testing.T) {
 		waitGiteaReady(t, client.ObjectKeyFromObject(g), readyTimeout)
 	}
 	sts := get(t, ns, name(41)+"-postgresql", &appsv1.StatefulSet{})
-	eventually(t, "database pod Ready", 30*time.Second, func(ctx context.Context) string {
+	poll.Until(t, "database pod Ready", 30*time.Second, func(ctx context.Context) string {
 		return podsReady(ctx, ns, sts.Spec.Selector, 1)
 	})
 	for _, g := range refused {
-		eventually(t, "Gitea "+g.Name+" Stalled", 30*time.Second, func(ctx context.Context) string {
+		poll.Until(t, "Gitea "+g.Name+" Stalled", 30*time.Second, func(ctx context.Context) string {
 			if err := cl.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
 				return err.Error()
 			}

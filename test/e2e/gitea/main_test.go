@@ -40,6 +40,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
@@ -71,7 +72,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := refop.InstallCRDs(context.Background(), cl); err != nil {
+	if err := refop.InstallCRDs(local); err != nil {
 		fmt.Fprintln(os.Stderr, "install CRDs:", err)
 		return 1
 	}
@@ -208,53 +209,6 @@ func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion 
 	return stop, logFile.Name()
 }
 
-// namespace creates a namespace for the test and deletes it when the test ends.
-func namespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gitea-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logWarnings(t, ns.Name)
-		}
-		_ = cl.Delete(context.Background(), ns)
-	})
-	return ns.Name
-}
-
-// logWarnings logs the Warning events of namespace ns, to explain a failed test.
-func logWarnings(t testing.TB, ns string) {
-	events := &corev1.EventList{}
-	if err := cl.List(context.Background(), events, client.InNamespace(ns)); err != nil {
-		t.Logf("list events: %v", err)
-		return
-	}
-	for _, e := range events.Items {
-		if e.Type == corev1.EventTypeWarning {
-			t.Logf("event: %s %s: %s: %s (x%d)", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
-		}
-	}
-}
-
-// eventually polls cond until it returns "" (done) or timeout passes; then it fails the test
-// with what and cond's last answer.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		answer := cond(ctx)
-		if ctx.Err() == nil { // an answer cut by the deadline says nothing about the object
-			last = answer
-		}
-		return answer == "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %s", what, timeout, last)
-	}
-}
-
 // applySample creates the objects of config/samples/<file> in ns and returns the Gitea's key.
 func applySample(t testing.TB, ns, file string) client.ObjectKey {
 	t.Helper()
@@ -305,7 +259,7 @@ func readyFor(ctx context.Context, obj client.Object, status func() *kdagv1alpha
 func waitGiteaReady(t *testing.T, key client.ObjectKey, timeout time.Duration) *giteav1alpha1.Gitea {
 	t.Helper()
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	eventually(t, "Gitea "+key.String()+" Ready", timeout, func(ctx context.Context) string {
+	poll.Until(t, "Gitea "+key.String()+" Ready", timeout, func(ctx context.Context) string {
 		return readyFor(ctx, g, func() *kdagv1alpha1.Status { return &g.Status.Status })
 	})
 	return g

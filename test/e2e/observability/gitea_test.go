@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -36,6 +35,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -94,7 +94,7 @@ func TestGiteaObservability(t *testing.T) {
 
 	started := time.Now()
 	mgr := startManager(t)
-	ns := namespace(t)
+	ns := local.Namespace(t)
 	gitea := applySample(t, ns)
 	key := client.ObjectKeyFromObject(gitea)
 	waitGiteaReady(t, key, 2*time.Minute, logs)
@@ -114,13 +114,13 @@ func TestGiteaObservability(t *testing.T) {
 	if err := cl.Patch(t.Context(), gitea, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Valkey "+valkeyName+" pruned", time.Minute, func(ctx context.Context) bool {
+	poll.True(t, "Valkey "+valkeyName+" pruned", time.Minute, func(ctx context.Context) bool {
 		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyName}, &giteav1alpha1.Valkey{})
 		return apierrors.IsNotFound(err)
 	})
 	waitGiteaReady(t, key, time.Minute, logs)
 	var pruned map[string]any
-	eventually(t, "the \"pruned\" log line", 10*time.Second, func(context.Context) bool {
+	poll.True(t, "the \"pruned\" log line", 10*time.Second, func(context.Context) bool {
 		pruned = logs.find(func(l map[string]any) bool {
 			return l["msg"] == "pruned" && l["controller"] == "gitea" && strings.Contains(fmt.Sprint(l["node"]), valkeyName)
 		})
@@ -243,16 +243,6 @@ func isolateOTelEnv(t *testing.T) {
 	}
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-obs-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
-	return ns.Name
-}
-
 // applySample creates config/samples/gitea.yaml in ns.
 func applySample(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
@@ -290,16 +280,6 @@ func waitGiteaReady(t *testing.T, key client.ObjectKey, timeout time.Duration, l
 		status, _ := json.MarshalIndent(g.Status, "", "  ")
 		t.Fatalf("Gitea %s not Ready (generation %d) within %s; status:\n%s\nlast log lines:\n%s",
 			key, g.Generation, timeout, status, logs.tail(40))
-	}
-}
-
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s", what, timeout)
 	}
 }
 

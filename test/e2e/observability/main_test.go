@@ -18,15 +18,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +30,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
 // clusterName is this package's local cluster, apart from the other e2e packages' so that they can
@@ -73,7 +70,12 @@ func mainCode(m *testing.M) int {
 	}
 	return cluster.Main(cluster.Options{Name: clusterName, Log: os.Stderr}, func(c *cluster.Cluster) int {
 		local = c
-		if err := installCRDs(ctx); err != nil {
+		var err error
+		if cl, err = client.New(local.Config, client.Options{Scheme: scheme}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := refop.InstallCRDs(local); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -103,78 +105,6 @@ func findRepoRoot() (string, error) {
 			return "", fmt.Errorf("no kdag go.mod above %s", wd)
 		}
 	}
-}
-
-// installCRDs creates (or updates) the Gitea API's CRDs from config/crd/bases and waits until the
-// API server serves them.
-func installCRDs(ctx context.Context) error {
-	crdScheme := runtime.NewScheme()
-	utilruntime.Must(apiextensionsv1.AddToScheme(crdScheme))
-	var err error
-	if cl, err = client.New(local.Config, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	crdClient, err := client.New(local.Config, client.Options{Scheme: crdScheme})
-	if err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 {
-		return errors.New("no CRDs in config/crd/bases: run `make manifests`")
-	}
-	var names []string
-	for _, f := range files {
-		docs, err := yamlDocuments(f)
-		if err != nil {
-			return err
-		}
-		for _, doc := range docs {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(doc, crd); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if err := createOrUpdate(ctx, crdClient, crd); err != nil {
-				return fmt.Errorf("install CRD %s: %w", crd.Name, err)
-			}
-			names = append(names, crd.Name)
-		}
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := crdClient.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil || !established(crd) {
-				return false, nil
-			}
-		}
-		// And the cached discovery of a new client sees the kinds.
-		return cl.List(ctx, &giteav1alpha1.GiteaList{}) == nil, nil
-	})
-}
-
-// createOrUpdate creates crd, or replaces the one a reused cluster already has.
-func createOrUpdate(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
-	err := c.Create(ctx, crd.DeepCopy())
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	live := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(crd), live); err != nil {
-		return err
-	}
-	crd.ResourceVersion = live.ResourceVersion
-	return c.Update(ctx, crd)
-}
-
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // yamlDocuments splits a YAML file into its documents, dropping empty ones.

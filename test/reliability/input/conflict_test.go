@@ -17,6 +17,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 // TestConflict_ForeignObjectsNeverOverwritten: before the sample Gitea is created, someone else
@@ -27,7 +28,7 @@ import (
 // Once the foreign objects are deleted, kdag creates its own and the Gitea becomes Ready.
 func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t, "foreign")
+	ns := local.Namespace(t)
 	op := startOperator(t, []string{ns})
 	ctx := t.Context()
 	foreign := []client.Object{
@@ -61,7 +62,7 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 			want: []string{"waiting for PostgreSQL " + ns + "/demo-postgresql (Secret " + ns + "/demo-postgresql-credentials exists and was not created by kdag",
 				"Valkey " + ns + "/demo-valkey (ConfigMap " + ns + "/demo-valkey-config exists and was not created by kdag"}},
 	} {
-		eventually(t, c.name, readyTimeout, func(ctx context.Context) string { return c.check(ctx, ns) })
+		poll.Until(t, c.name, readyTimeout, func(ctx context.Context) string { return c.check(ctx, ns) })
 	}
 	// Blocked dependents, applied independents: the graph summaries of both children.
 	for _, o := range []struct{ kind, name, failed, blocked, applied string }{
@@ -85,12 +86,12 @@ func TestConflict_ForeignObjectsNeverOverwritten(t *testing.T) {
 		}
 		path := objectPath(o)
 		for _, verb := range []string{"PATCH", "PUT", "POST", "DELETE"} {
-			if n := op.writes.count(verb, path); n != 0 {
+			if n := op.requests.Count(verb, path); n != 0 {
 				t.Errorf("the operator sent %d %s to %s, which it did not create, and the server accepted them", n, verb, path)
 			}
 		}
 		// What it sends instead is its conditional create, which the server refuses.
-		t.Logf("%s: %d conditional creates refused by the API server", path, op.writes.count("refused PATCH", path))
+		t.Logf("%s: %d conditional creates refused by the API server", path, op.requests.CountRefused("PATCH", path))
 	}
 
 	// The owner of the objects removes them: kdag creates its own and the Gitea becomes Ready.
@@ -178,7 +179,7 @@ const quietFor = 5 * time.Second
 func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option) fightResult {
 	t.Helper()
 	ctx := t.Context()
-	ns := namespace(t, "fight-"+name)
+	ns := local.Namespace(t)
 	op := startOperator(t, []string{ns}, opts...)
 	defer op.stop()
 	if err := cl.Create(ctx, owner("Valkey", ns, "fight", map[string]any{"config": map[string]any{"maxmemory": "64mb"}})); err != nil {
@@ -188,11 +189,11 @@ func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option
 	path := "/api/v1/namespaces/" + ns + "/configmaps/fight-config"
 	r := fightResult{ns: ns}
 
-	start := op.writes.count("PATCH", path)
+	start := op.requests.Count("PATCH", path)
 	time.Sleep(quietFor)
-	r.quietWrites = op.writes.count("PATCH", path) - start
+	r.quietWrites = op.requests.Count("PATCH", path) - start
 
-	start = op.writes.count("PATCH", path)
+	start = op.requests.Count("PATCH", path)
 	fightCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for i := 0; fightCtx.Err() == nil; i++ {
@@ -205,7 +206,7 @@ func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	r.writes = op.writes.count("PATCH", path) - start
+	r.writes = op.requests.Count("PATCH", path) - start
 	var err error
 	if r.events, err = events(ctx, ns); err != nil {
 		t.Fatal(err)

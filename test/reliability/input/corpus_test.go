@@ -29,6 +29,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/postgresql"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
 // readyTimeout bounds the waits for owners to become Ready or to show their message.
@@ -86,7 +87,7 @@ func externalDB(name string) map[string]any {
 // Reconciling with the reason), no reconcile panics, and the sample becomes Ready meanwhile.
 // Creating the missing Secrets afterwards lets the owners that waited for them become Ready.
 func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
-	ns := namespace(t, "corpus")
+	ns := local.Namespace(t)
 	terminating := terminatingNamespace(t)
 	startOperator(t, []string{ns, terminating}, controller.WithReferenceNamespaces(ns, terminating))
 	ctx := t.Context()
@@ -132,7 +133,7 @@ func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
 
 	// The name collision: Gitea "clash" comes once Valkey "clash" has its ConfigMap, so that the
 	// Gitea's server is the one that finds "clash-config" taken.
-	eventually(t, "Valkey clash has its ConfigMap", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "Valkey clash has its ConfigMap", readyTimeout, func(ctx context.Context) string {
 		return presentWithLabel(ctx, &corev1.ConfigMap{}, ns, "clash-config", kdagv1alpha1.LabelController, "valkey")
 	})
 	clashConfig := &corev1.ConfigMap{}
@@ -153,7 +154,7 @@ func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
 	}
 	t.Logf("valid owners Ready %s after their creation, with the corpus around them", time.Since(created).Round(100*time.Millisecond))
 	for _, c := range reconciled {
-		eventually(t, c.name, readyTimeout, func(ctx context.Context) string { return c.check(ctx, ns) })
+		poll.Until(t, c.name, readyTimeout, func(ctx context.Context) string { return c.check(ctx, ns) })
 		if cond, err := conditionOf(ctx, c.kind, ns, c.owner, c.condition); err == nil {
 			t.Logf("%s: %s %s %s=True %s: %s", c.name, c.kind, shorten(c.owner), c.condition, cond.Reason, cond.Message)
 		}
@@ -359,7 +360,7 @@ func statusOf(t *testing.T, kind, ns, name string) *kdagv1alpha1.Status {
 // waitReady waits until the owner of kind named name in ns is Ready for its generation.
 func waitReady(t *testing.T, kind, ns, name string) {
 	t.Helper()
-	eventually(t, kind+" "+shorten(name)+" Ready", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, kind+" "+shorten(name)+" Ready", readyTimeout, func(ctx context.Context) string {
 		c, err := conditionOf(ctx, kind, ns, name, kdagv1alpha1.ConditionReady)
 		switch {
 		case err != nil:
@@ -534,7 +535,7 @@ func terminatingNamespace(t *testing.T) string {
 // deleteWhenPopulated deletes the namespace once the operator has created the Valkey's objects.
 func deleteWhenPopulated(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, "Valkey doomed has its ConfigMap", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "Valkey doomed has its ConfigMap", readyTimeout, func(ctx context.Context) string {
 		return presentWithLabel(ctx, &corev1.ConfigMap{}, ns, "doomed-config", kdagv1alpha1.LabelController, "valkey")
 	})
 	if err := cl.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -546,7 +547,7 @@ func deleteWhenPopulated(t *testing.T, ns string) {
 // created for it go away with the namespace: the operator does not fight the deletion.
 func checkTerminatingNamespace(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, "the namespace's content deleted", readyTimeout, func(ctx context.Context) string {
+	poll.Until(t, "the namespace's content deleted", readyTimeout, func(ctx context.Context) string {
 		var left []string
 		for _, o := range []client.Object{
 			owner("Valkey", ns, "doomed", nil), &corev1.ConfigMap{}, &corev1.Service{},

@@ -17,19 +17,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -46,8 +42,8 @@ import (
 	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/tracing"
-	"github.com/kdag-dev/kdag/test/internal/poll"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
@@ -87,7 +83,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		if err := refop.InstallCRDs(context.Background(), cl); err != nil {
+		if err := refop.InstallCRDs(local); err != nil {
 			fmt.Fprintln(os.Stderr, "install CRDs:", err)
 			return 1
 		}
@@ -139,19 +135,20 @@ func (b *logBuffer) String() string {
 
 // operator is the reference operator running in the test process.
 type operator struct {
-	writes *writeCounter
-	stop   func()
+	// requests records every request the operator sends.
+	requests *requests.Recorder
+	stop     func()
 }
 
 // startOperator runs the reference operator as main.go does (controllers.Components, controller.Setup and CacheOptions,
 // the API client instrumented for tracing), limited to the namespaces ns, with opts for every
-// controller. Every write it makes to the API server is counted. The test's cleanup stops it.
+// controller. Every request it sends to the API server is recorded. The test's cleanup stops it.
 func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operator {
 	t.Helper()
-	op := &operator{writes: &writeCounter{}}
+	op := &operator{requests: &requests.Recorder{}}
 	cfg := rest.CopyConfig(local.Config)
 	cfg.Wrap(tracing.WrapTransport)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counter: op.writes} })
+	cfg.Wrap(op.requests.Wrap)
 	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion("reliability")}, opts...)...)
 	cacheOpts := controller.CacheOptions(scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -184,65 +181,6 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	return op
 }
 
-// writeCounter counts the operator's writes (every request but GET, LIST and WATCH), by path. A
-// write the API server refused with 409 Conflict changed nothing: kdag's conditional create of
-// an object that exists (its precondition failed) is counted as refused, not as a write.
-type writeCounter struct {
-	mu     sync.Mutex
-	byPath map[string]int
-}
-
-func (c *writeCounter) record(req *http.Request, resp *http.Response) {
-	if req.Method == http.MethodGet {
-		return
-	}
-	method := req.Method
-	if resp != nil && resp.StatusCode == http.StatusConflict {
-		method = "refused " + method
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byPath == nil {
-		c.byPath = map[string]int{}
-	}
-	c.byPath[method+" "+req.URL.Path]++
-}
-
-// count returns how many writes with method went to path so far; method "refused PATCH" counts
-// the PATCHes the server refused with 409 Conflict.
-func (c *writeCounter) count(method, path string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byPath[method+" "+path]
-}
-
-type countingTransport struct {
-	next    http.RoundTripper
-	counter *writeCounter
-}
-
-func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	t.counter.record(req, resp)
-	return resp, err
-}
-
-// namespace creates a namespace for the test and deletes it when the test ends.
-func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := cl.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logWarnings(t, ns.Name)
-		}
-		_ = cl.Delete(context.Background(), ns)
-	})
-	return ns.Name
-}
-
 // events returns every Event (events.k8s.io/v1) in ns.
 func events(ctx context.Context, ns string) ([]eventsv1.Event, error) {
 	list := &eventsv1.EventList{}
@@ -250,26 +188,6 @@ func events(ctx context.Context, ns string) ([]eventsv1.Event, error) {
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-// logWarnings logs the Warning events of namespace ns, to explain a failed test.
-func logWarnings(t *testing.T, ns string) {
-	list, err := events(context.Background(), ns)
-	if err != nil {
-		t.Logf("list events: %v", err)
-		return
-	}
-	for _, e := range list {
-		if e.Type == corev1.EventTypeWarning {
-			t.Logf("event: %s %s: %s: %s", e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
-		}
-	}
-}
-
-// eventually polls cond every 200 ms until it returns "" (see poll.Until).
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
-	t.Helper()
-	poll.Until(t, what, 200*time.Millisecond, timeout, cond)
 }
 
 // oneLine shortens s to one line of at most 300 characters, for failure messages.

@@ -25,6 +25,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -46,7 +47,7 @@ func TestSecrets_NeverLeak(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = shutdownTracing(context.Background()) })
 
-	ns := namespace(t, "secrets")
+	ns := local.Namespace(t)
 	known := map[string]string{
 		"external database password": "kdag-sentinel-db-" + rand.Text(),
 		"administrator password":     "kdag-sentinel-admin-" + rand.Text(),
@@ -85,7 +86,7 @@ func TestSecrets_NeverLeak(t *testing.T) {
 	waitReady(t, "Gitea", ns, "demo")
 	refused := reconcileCase{name: "PostgreSQL refused refuses the foreign Secret", kind: "PostgreSQL", owner: "refused",
 		condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonNodeFailed, want: []string{"Secret " + ns + "/refused-credentials exists"}}
-	eventually(t, refused.name, readyTimeout, func(ctx context.Context) string { return refused.check(ctx, ns) })
+	poll.Until(t, refused.name, readyTimeout, func(ctx context.Context) string { return refused.check(ctx, ns) })
 
 	// The generated values, as the cluster holds them.
 	generated := map[string]string{}

@@ -18,6 +18,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -111,7 +112,7 @@ func TestAPIFaults_OwnersConvergeAndEveryFailureIsReported(t *testing.T) {
 func checkFailuresReported(t *testing.T, ns string, failures []failure, widgets *recorder) {
 	t.Helper()
 	var byCondition, byEventOnly int
-	eventually(t, "every failed reconcile reported in a condition or a Warning event", 30*time.Second, func(ctx context.Context) string {
+	poll.Until(t, "every failed reconcile reported in a condition or a Warning event", 30*time.Second, func(ctx context.Context) string {
 		conditions := map[string][]string{} // owner name -> Reconciling messages ever stored
 		for _, ev := range widgets.snapshot() {
 			w := ev.Object.(*testapi.Widget)

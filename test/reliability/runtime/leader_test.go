@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -48,7 +49,7 @@ func TestLeaderElection_FollowerTakesOverAfterLeaderDies(t *testing.T) {
 	}
 
 	var leader, follower *member
-	eventually(t, "one of the two managers elected", 30*time.Second, func(context.Context) string {
+	poll.Until(t, "one of the two managers elected", 30*time.Second, func(context.Context) string {
 		switch one, two := members[0].m.elected(), members[1].m.elected(); {
 		case one && two:
 			t.Fatal("both managers hold the Lease")
@@ -81,7 +82,7 @@ func TestLeaderElection_FollowerTakesOverAfterLeaderDies(t *testing.T) {
 		t.Fatalf("after the leader died: %v, %d owners not Ready; want work left for the follower", err, len(left))
 	}
 
-	eventually(t, "the follower holds the Lease", 30*time.Second, func(context.Context) string {
+	poll.Until(t, "the follower holds the Lease", 30*time.Second, func(context.Context) string {
 		if !follower.m.elected() {
 			return "not elected"
 		}

@@ -65,7 +65,6 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
-	"github.com/kdag-dev/kdag/test/internal/poll"
 )
 
 // controllerName is the name of the Controller in every manager: a restarted or standby
@@ -370,12 +369,6 @@ func waitAllReady(t *testing.T, ns string, want int, timeout time.Duration) time
 		t.Fatalf("Widgets in %s not all Ready within %s (error %v): %s", ns, timeout, lastErr, strings.Join(last, "; "))
 	}
 	return time.Since(start)
-}
-
-// eventually polls cond every 100 ms until it returns "" (see poll.Until).
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) string) {
-	t.Helper()
-	poll.Until(t, what, 100*time.Millisecond, timeout, cond)
 }
 
 // recorder watches the objects of one list type in a namespace from the test's own client (no

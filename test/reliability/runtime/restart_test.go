@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -37,7 +38,7 @@ func TestRestart_MidReconcile_NothingRedoneNothingLost(t *testing.T) {
 	// The 40th of the large owner's 84 applies never happens.
 	crash.arm(40, first.cancel)
 	big := createWidgets(t, ns, "big", 1, testapi.WidgetSpec{Data: map[string]string{"greeting": "hello"}, Components: comps})[0]
-	eventually(t, "the large owner's reconcile applies its objects", time.Minute, func(context.Context) string {
+	poll.Until(t, "the large owner's reconcile applies its objects", time.Minute, func(context.Context) string {
 		if crash.writes.Load() == 0 {
 			return "no apply yet"
 		}

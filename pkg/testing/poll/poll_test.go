@@ -40,7 +40,7 @@ func TestUntil(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fatalRecorder{TB: t}
 			calls := 0
-			Until(r, "the thing", time.Millisecond, 50*time.Millisecond, func(context.Context) string {
+			Until(r, "the thing", time.Second, func(context.Context) string {
 				calls++
 				if tt.doneAt > 0 && calls >= tt.doneAt {
 					return ""
@@ -57,5 +57,19 @@ func TestUntil(t *testing.T) {
 				t.Errorf("cond called %d times, want %d", calls, tt.doneAt)
 			}
 		})
+	}
+}
+
+func TestTrue(t *testing.T) {
+	r := &fatalRecorder{TB: t}
+	True(r, "the flag", 3*Interval, func(context.Context) bool { return false })
+	if !strings.Contains(r.msg, "the flag") {
+		t.Errorf("failure %q does not name what", r.msg)
+	}
+	r = &fatalRecorder{TB: t}
+	calls := 0
+	True(r, "the flag", time.Second, func(context.Context) bool { calls++; return calls == 2 })
+	if r.msg != "" || calls != 2 {
+		t.Errorf("failure %q after %d calls, want none after 2", r.msg, calls)
 	}
 }
