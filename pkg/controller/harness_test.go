@@ -40,6 +40,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -251,16 +252,8 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 	if err != nil {
 		t.Fatalf("new controller: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
+	running.Manager(t, mgr)
+	if !mgr.GetCache().WaitForCacheSync(t.Context()) {
 		t.Fatal("cache did not sync")
 	}
 	return f

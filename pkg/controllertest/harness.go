@@ -33,6 +33,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
 )
 
 // Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
@@ -82,16 +83,8 @@ func Start(t testing.TB, api *APIServer, components ...controller.Component) *Ha
 	if err := controller.Setup(t.Context(), mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
 		t.Fatalf("controllertest: set up components: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("controllertest: manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
+	running.Manager(t, mgr)
+	if !mgr.GetCache().WaitForCacheSync(t.Context()) {
 		t.Fatal("controllertest: the manager's cache did not sync")
 	}
 	return h

@@ -28,6 +28,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -101,15 +102,7 @@ func startManager(t *testing.T, name string, rm controller.ResourceManager[*test
 	if _, err := controller.New(mgr, name, rm); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	running.Manager(t, mgr)
 }
 
 func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 
@@ -184,19 +185,11 @@ func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion 
 	if err := controller.Setup(t.Context(), mgr, components); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	stopManager := running.Manager(t, mgr)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			cancel()
-			<-done
+			stopManager()
 			logFile.Close()
 			if t.Failed() || os.Getenv("E2E_KEEP_LOGS") != "" {
 				t.Logf("operator log (%s): %s", operatorVersion, logFile.Name())

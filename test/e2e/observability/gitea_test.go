@@ -36,6 +36,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -208,20 +209,12 @@ func startManager(t *testing.T) *manager {
 	if err := controller.Setup(t.Context(), mgr, components); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	stopManager := running.Manager(t, mgr)
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics", httpClient: newHTTPClient()}
 	var once sync.Once
 	m.stop = func() {
 		once.Do(func() {
-			cancel()
-			<-done
+			stopManager()
 			m.httpClient.CloseIdleConnections()
 		})
 	}

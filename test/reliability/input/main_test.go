@@ -43,6 +43,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
@@ -167,17 +168,7 @@ func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operat
 	if err := controller.Setup(t.Context(), mgr, components); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	var once sync.Once
-	op.stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(op.stop)
+	op.stop = running.Manager(t, mgr)
 	return op
 }
 
