@@ -256,7 +256,20 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 	if !mgr.GetCache().WaitForCacheSync(t.Context()) {
 		t.Fatal("cache did not sync")
 	}
+	f.waitReferencesStarted()
 	return f
+}
+
+// waitReferencesStarted waits until the Controller's references runnable has made, at manager
+// start, the one uncached list that tells whether namespaces can be watched: a reconcile that
+// raced it would make that list itself, inside the window a test counts requests in.
+func (f *fixture) waitReferencesStarted() {
+	f.t.Helper()
+	poll.True(f.t, "the references runnable asked whether namespaces can be watched", waitTimeout, func(context.Context) bool {
+		f.c.refs.mu.Lock()
+		defer f.c.refs.mu.Unlock()
+		return f.c.refs.namespacesDecided
+	})
 }
 
 // restart replaces the Controller with a new one of the same name, as a restarted operator
@@ -268,6 +281,7 @@ func (f *fixture) restart() {
 		f.t.Fatalf("new controller: %v", err)
 	}
 	f.c = c
+	f.waitReferencesStarted()
 }
 
 // widget creates a Widget in the fixture's namespace and waits until the manager's cache holds
