@@ -241,10 +241,13 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			// The longest name the API server accepts: the advice must survive the 1024-character
-			// cap of condition messages, so it comes first.
-			name:    "253 characters",
-			gitea:   defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(253) }),
-			wantErr: []string{"use a shorter name"},
+			// cap of condition messages, so it comes first, and the names are abbreviated so
+			// that the rules they break fit too, with the suffix that says which object it is.
+			name:  "253 characters",
+			gitea: defaulted(func(g *giteav1alpha1.Gitea) { g.Name = name(253) }),
+			wantErr: []string{"use a shorter name", "(253 characters) gives invalid names",
+				`-http" (258 characters): must be no more than 63 characters`,
+				`-valkey" (260 characters): must be no more than 63 characters`},
 		},
 		{
 			name:    "cache disabled: no Valkey Service to check",

@@ -3,6 +3,7 @@ package gitea
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -35,7 +36,7 @@ func (ResourceManager) Validate(_ context.Context, g *giteav1alpha1.Gitea) error
 	var problems []string
 	for _, n := range names {
 		if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("%q: %s", n, strings.Join(errs, ", ")))
+			problems = append(problems, fmt.Sprintf("%s: %s", abbreviated(n), strings.Join(errs, ", ")))
 		}
 	}
 	if g.Spec.Database.Type != giteav1alpha1.DatabaseExternal {
@@ -47,7 +48,19 @@ func (ResourceManager) Validate(_ context.Context, g *giteav1alpha1.Gitea) error
 		// The advice comes first: the condition message is capped, and a long name repeated in
 		// every problem would push it out.
 		return reconcile.TerminalError(errors.Errorf("use a shorter name of lowercase letters, digits and '-' that starts with a letter: "+
-			"the name %q gives invalid names to the objects derived from it (%s)", g.Name, strings.Join(problems, "; ")))
+			"the name %s gives invalid names to the objects derived from it (%s)", abbreviated(g.Name), strings.Join(problems, "; ")))
 	}
 	return nil
+}
+
+// abbreviated quotes name for a message, shortened when it is over 128 characters (a name near
+// the API server's limit of 253): its first and last 20 characters, which keep the suffix that
+// says which object it is, and its length. Then the name, repeated in every problem, does not
+// fill the condition message (capped at 1024 characters) before the rule it breaks is said.
+func abbreviated(name string) string {
+	const keep, limit = 20, 128
+	if len(name) <= limit {
+		return strconv.Quote(name)
+	}
+	return strconv.Quote(name[:keep]+"..."+name[len(name)-keep:]) + " (" + strconv.Itoa(len(name)) + " characters)"
 }

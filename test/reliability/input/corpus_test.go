@@ -281,7 +281,7 @@ func reconcileCases(ns string) ([]reconcileCase, []*unstructured.Unstructured) {
 		{name: "Gitea name one over the limit", kind: "Gitea", owner: longGitea, condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
 			want: []string{fmt.Sprintf("StatefulSet %q: must be no more than 52 characters", longGitea+"-postgresql"), "use a shorter name"}},
 		{name: "Gitea name of 253 characters (the API server's limit)", kind: "Gitea", owner: longestName, condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
-			want: []string{"must be no more than 63 characters", "use a shorter name"}},
+			want: []string{`-http" (258 characters): must be no more than 63 characters`, "use a shorter name"}},
 		{name: "Gitea name with a dot", kind: "Gitea", owner: "dotted.name", condition: kdagv1alpha1.ConditionStalled, reason: kdagv1alpha1.ReasonInvalid,
 			want: []string{`"dotted.name-http": a DNS-1035 label`, "use a shorter name of lowercase letters, digits and '-'"}},
 		{name: "external database Secret missing", kind: "Gitea", owner: "missing-db-secret", condition: kdagv1alpha1.ConditionReconciling, reason: kdagv1alpha1.ReasonWaiting,
