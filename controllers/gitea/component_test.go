@@ -11,17 +11,17 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/giteaserver"
+	"github.com/kdag-dev/kdag/controllers/internal/operatortest"
 	"github.com/kdag-dev/kdag/controllers/postgresql"
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
-	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 )
 
 // api is the package's API server with the reference operator's CRDs, started by the first test
 // that needs it (the golden-plan tests need none).
-var api = controllertest.NewAPIServer(envtest.Options{Scheme: scheme, CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+var api = operatortest.APIServer(scheme)
 
 func TestMain(m *testing.M) { api.Main(m) }
 
