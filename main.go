@@ -131,6 +131,7 @@ func run(opts options) error {
 		LeaderElectionID:        "kdag.kdag.dev",
 		LeaderElectionNamespace: opts.leaderElectNS,
 		Cache:                   controller.CacheOptions(scheme, components...),
+		MapperProvider:          controller.MapperProvider,
 	})
 	if err != nil {
 		return errors.Wrap(err, "create manager")

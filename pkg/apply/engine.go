@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/resources/schemas"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -243,10 +242,4 @@ func setAnnotation(u *unstructured.Unstructured, key, value string) {
 	}
 	ann[key] = value
 	u.SetAnnotations(ann)
-}
-
-// live converts a cached object to unstructured with gvk.
-func liveUnstructured(live client.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	u, err := resources.ToUnstructured(live, gvk)
-	return u, errors.Wrapf(err, "%s: convert live object", describe(live, gvk))
 }

@@ -35,19 +35,17 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	if p.CreateOnly || e.isVerified(live, hash) {
 		return Change{Action: Skipped, Object: live}, nil
 	}
-	liveU, err := liveUnstructured(live, gvk)
-	if err != nil {
-		return Change{}, err
-	}
+	// live is typed as the cache holds it: the drift checks convert it only when a managed-fields
+	// entry says a field may differ, so an object only kdag wrote is verified without a conversion.
 	name := describe(desired, gvk)
-	fields, err := resources.DriftFields(liveU, desired, e.opts.FieldManager)
+	fields, err := resources.DriftFields(live, desired, e.opts.FieldManager)
 	if err != nil {
 		return Change{}, errors.Wrapf(err, "%s: compare managed fields", name)
 	}
 	drifted := driftPaths(fields)
-	unchanged := liveU.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
+	unchanged := live.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
 	if len(drifted) == 0 && unchanged {
-		missing, err := resources.MissingFields(liveU, desired, e.opts.FieldManager, e.schemas.WithContext(ctx))
+		missing, err := resources.MissingFields(live, desired, e.opts.FieldManager, e.schemas.WithContext(ctx))
 		if err != nil {
 			// Whether someone removed a field kdag set is unknown: apply, which repairs it if
 			// so, and which the verified record then spares the next calls.

@@ -101,7 +101,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 // kdagv1alpha1.LabelController), so its memory follows what kdag owns rather than the cluster's
 // size. A type one component owns and another reconciles (a child custom resource) is cached
 // whole: its controller must see every object of its type. Set DefaultNamespaces and the rest on
-// the result as needed. A component whose types are not in scheme is left out (Setup reports it).
+// the result as needed; with DefaultNamespaces, also set ctrl.Options.MapperProvider to
+// MapperProvider, or every cached read pays a walk of the API groups. A component whose types are not in scheme is left out (Setup reports it).
 func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options {
 	req, err := labels.NewRequirement(kdagv1alpha1.LabelController, selection.Exists, nil)
 	if err != nil {

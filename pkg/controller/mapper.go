@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"net/http"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // mappingCache is the Controller's RESTMapper: the manager's, with the mappings it found for one
@@ -22,7 +25,13 @@ type mappingKey struct {
 	version string
 }
 
-func newMappingCache(m meta.RESTMapper) *mappingCache { return &mappingCache{RESTMapper: m} }
+// newMappingCache returns m remembering its mappings; m itself when it already does.
+func newMappingCache(m meta.RESTMapper) *mappingCache {
+	if c, ok := m.(*mappingCache); ok {
+		return c
+	}
+	return &mappingCache{RESTMapper: m}
+}
 
 // RESTMapping implements meta.RESTMapper.
 func (m *mappingCache) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
@@ -39,4 +48,23 @@ func (m *mappingCache) RESTMapping(gk schema.GroupKind, versions ...string) (*me
 	}
 	m.mappings.Store(key, mapping)
 	return mapping, nil
+}
+
+// MapperProvider is a ctrl.Options.MapperProvider: controller-runtime's dynamic RESTMapper
+// (apiutil.NewDynamicRESTMapper with cfg and httpClient) with the mapping of each group, kind
+// and version remembered once found, as the Controller does for its own look-ups. Use it when the
+// manager's cache is limited to namespaces (ctrl.Options.Cache.DefaultNamespaces): that cache asks
+// the manager's mapper whether a kind is namespaced on every read, and the dynamic mapper walks
+// every API group for each answer, which made a cached read of an owned object cost about as
+// much CPU as kdag's whole check of an unchanged node (issue 16, docs/benchmarks.md section 3).
+//
+// Failures are not remembered (a kind whose CRD is installed later is found then); a found
+// mapping is kept for the process's life, so a CRD deleted and re-created with another scope
+// needs a restart. It returns apiutil.NewDynamicRESTMapper's error.
+func MapperProvider(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	m, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return newMappingCache(m), nil
 }

@@ -166,6 +166,13 @@ func (c *Controller) liveContentHash(s *nodeSpec, live client.Object) (string, e
 // kstatusReady returns checkReady's kstatus answer for live, from memory when live's
 // resourceVersion is the one last judged.
 func (c *Controller) kstatusReady(s *nodeSpec, live client.Object) error {
+	if r, ok := resources.TypedReady(live); ok {
+		// A kind without status: no conversion, nothing worth remembering.
+		if !r.Ready {
+			return &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
+		}
+		return nil
+	}
 	o := c.observation(live)
 	if o.readyKnown {
 		return o.ready

@@ -595,8 +595,9 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 // newScaleManager returns a manager with one kdag Controller with default options, not started.
 func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Controller, error) {
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme:         scheme,
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		MapperProvider: MapperProvider,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
 			ByObject:          CacheOptions(scheme, For("scale", scaleRM{})).ByObject,

@@ -67,9 +67,10 @@ func Start(t testing.TB, api *APIServer, components ...controller.Component) *Ha
 	cacheOpts := controller.CacheOptions(env.Scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cacheOpts,
+		Scheme:         env.Scheme,
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		Cache:          cacheOpts,
+		MapperProvider: controller.MapperProvider,
 		// Tests start many managers in one process; controller names repeat between them.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

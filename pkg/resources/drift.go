@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -69,10 +70,14 @@ type FieldDrift struct {
 // DriftFields is Drift with the field manager behind each drifted field, sorted by path then
 // manager. A field two foreign managers hold is listed once per manager. Operators use the
 // managers to say who is fighting over a field, for example in an event.
-func DriftFields(live, desired *unstructured.Unstructured, fieldManager string) ([]FieldDrift, error) {
-	if live == nil || desired == nil {
-		return nil, errors.Errorf("detect drift of %s against %s: nil object", describeU(live), describeU(desired))
+//
+// live may be typed (as a controller-runtime cache holds it) or unstructured: a typed object is
+// converted only when a foreign entry exists, so an object only kdag writes costs no conversion.
+func DriftFields(live Object, desired *unstructured.Unstructured, fieldManager string) ([]FieldDrift, error) {
+	if isNil(live) || desired == nil {
+		return nil, errors.Errorf("detect drift of %s against %s: nil object", describe(kindOf(desired), live), describeU(desired))
 	}
+	content := lazyContent(live)
 	var drifted []FieldDrift
 	for _, mf := range live.GetManagedFields() {
 		if mf.Manager == fieldManager || mf.Subresource != "" || mf.FieldsV1 == nil {
@@ -81,16 +86,20 @@ func DriftFields(live, desired *unstructured.Unstructured, fieldManager string) 
 		if mf.Operation != metav1.ManagedFieldsOperationApply && mf.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
 		}
+		liveObj, err := content()
+		if err != nil {
+			return nil, errors.Wrapf(err, "detect drift of %s", describe(kindOf(desired), live))
+		}
 		set := &fieldpath.Set{}
 		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-			return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describeU(live))
+			return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describe(kindOf(desired), live))
 		}
 		set.Leaves().Iterate(func(p fieldpath.Path) {
 			want, ok := resolve(desired.Object, p)
 			if !ok {
 				return
 			}
-			if got, ok := resolve(live.Object, p); ok && equalSemantic(want, got) {
+			if got, ok := resolve(liveObj, p); ok && equalSemantic(want, got) {
 				return
 			}
 			drifted = append(drifted, FieldDrift{Path: pathString(p), Manager: mf.Manager})
@@ -103,6 +112,40 @@ func DriftFields(live, desired *unstructured.Unstructured, fieldManager string) 
 		return strings.Compare(a.Manager, b.Manager)
 	})
 	return slices.Compact(drifted), nil
+}
+
+// Object is a Kubernetes object, typed or unstructured.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// kindOf returns u's kind, "" for nil.
+func kindOf(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	return u.GetKind()
+}
+
+// lazyContent returns a function that returns obj's content as unstructured maps, converting a
+// typed object once, on the first call.
+func lazyContent(obj Object) func() (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return func() (map[string]any, error) { return u.Object, nil }
+	}
+	var (
+		m    map[string]any
+		err  error
+		done bool
+	)
+	return func() (map[string]any, error) {
+		if !done {
+			m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			done = true
+		}
+		return m, err
+	}
 }
 
 // MissingFields returns the fields of desired that fieldManager's Apply entry on live does not
@@ -134,11 +177,15 @@ func DriftFields(live, desired *unstructured.Unstructured, fieldManager string) 
 // with, for example an adopted object kdag has not applied yet); tc is not used then. It returns an
 // error when live or desired is nil, the entry does not parse, or desired does not fit tc's
 // schema. Errors name the object and the fields, never their values.
-func MissingFields(live, desired *unstructured.Unstructured, fieldManager string, tc managedfields.TypeConverter) ([]string, error) {
-	if live == nil || desired == nil {
-		return nil, errors.Errorf("detect missing fields of %s against %s: nil object", describeU(live), describeU(desired))
+//
+// live may be typed (as a controller-runtime cache holds it) or unstructured: a typed object is
+// converted only when its entry lacks a field of desired, so the usual answer (nothing missing)
+// costs no conversion.
+func MissingFields(live Object, desired *unstructured.Unstructured, fieldManager string, tc managedfields.TypeConverter) ([]string, error) {
+	if isNil(live) || desired == nil {
+		return nil, errors.Errorf("detect missing fields of %s against %s: nil object", describe(kindOf(desired), live), describeU(desired))
 	}
-	owned, err := appliedFields(live, fieldManager)
+	owned, err := appliedFields(live, kindOf(desired), fieldManager)
 	if owned == nil || err != nil {
 		return nil, err
 	}
@@ -159,10 +206,16 @@ func MissingFields(live, desired *unstructured.Unstructured, fieldManager string
 		return nil, errors.Errorf("%s: field set with the API server's schema: %s", describeU(desired), describeValidation(err))
 	}
 	missing := want.Difference(owned)
-	if missing.Empty() {
+	leaves := want.Leaves()
+	if !hasLeaf(missing, leaves) {
+		// Only the paths no entry holds (apiVersion, kind, name, namespace) and parents of fields
+		// the entry holds: nothing was removed, and live need not be read (or converted).
 		return nil, nil
 	}
-	leaves := want.Leaves()
+	liveObj, err := lazyContent(live)()
+	if err != nil {
+		return nil, errors.Wrapf(err, "detect missing fields of %s", describeU(desired))
+	}
 	reported := &fieldpath.Set{}
 	var out []string
 	missing.Iterate(func(p fieldpath.Path) {
@@ -173,7 +226,7 @@ func MissingFields(live, desired *unstructured.Unstructured, fieldManager string
 		if !ok {
 			return // not in desired as rendered: nothing to compare
 		}
-		l, ok := resolve(live.Object, p)
+		l, ok := resolve(liveObj, p)
 		switch {
 		case !ok:
 		case !leaves.Has(p):
@@ -194,18 +247,29 @@ func MissingFields(live, desired *unstructured.Unstructured, fieldManager string
 
 // appliedFields returns the field set of fieldManager's Apply entry on the main resource of
 // live, or nil when there is none.
-func appliedFields(live *unstructured.Unstructured, fieldManager string) (*fieldpath.Set, error) {
+func appliedFields(live Object, kind, fieldManager string) (*fieldpath.Set, error) {
 	for _, mf := range live.GetManagedFields() {
 		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
 			mf.Subresource == "" && mf.FieldsV1 != nil {
 			set := &fieldpath.Set{}
 			if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-				return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describeU(live))
+				return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describe(kind, live))
 			}
 			return set, nil
 		}
 	}
 	return nil, nil
+}
+
+// hasLeaf reports whether missing holds a path of leaves other than an identity field.
+func hasLeaf(missing, leaves *fieldpath.Set) bool {
+	found := false
+	missing.Iterate(func(p fieldpath.Path) {
+		if !found && leaves.Has(p) && !isIdentity(p) {
+			found = true
+		}
+	})
+	return found
 }
 
 // isIdentity reports whether p is apiVersion, kind, metadata.name or metadata.namespace.

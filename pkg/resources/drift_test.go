@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -543,4 +545,67 @@ func TestMissingFields_Errors(t *testing.T) {
 			t.Errorf("error %q quotes a value", msg)
 		}
 	})
+}
+
+// TestDriftAndMissingFields_TypedLiveAsUnstructured: a typed live object (as a controller-runtime
+// cache holds it) gives the same answers as its unstructured form, for an object only kdag
+// wrote (no conversion needed), a field another manager changed and a field someone removed.
+func TestDriftAndMissingFields_TypedLiveAsUnstructured(t *testing.T) {
+	const upd, apply = metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
+	tc := managedfields.NewDeducedTypeConverter()
+	desired := obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {namespace: ns, name: cfg}, data: {a: "1", b: "2"}}`)
+	kdagEntry := entry("kdag", apply, "", `{"f:data":{"f:a":{},"f:b":{}}}`)
+	tests := []struct {
+		name                string
+		data                map[string]string
+		entries             []metav1.ManagedFieldsEntry
+		wantDrift, wantMiss []string
+	}{
+		{name: "only kdag wrote it", data: map[string]string{"a": "1", "b": "2"},
+			entries: []metav1.ManagedFieldsEntry{kdagEntry}},
+		{name: "another manager changed a field", data: map[string]string{"a": "x", "b": "2"},
+			entries: []metav1.ManagedFieldsEntry{
+				entry("kdag", apply, "", `{"f:data":{"f:b":{}}}`), entry("kubectl-edit", upd, "", `{"f:data":{"f:a":{}}}`)},
+			wantDrift: []string{".data.a"}, wantMiss: []string{".data.a"}},
+		{name: "someone removed a field", data: map[string]string{"a": "1"},
+			entries:  []metav1.ManagedFieldsEntry{entry("kdag", apply, "", `{"f:data":{"f:a":{}}}`)},
+			wantMiss: []string{".data.b"}},
+		{name: "another manager holds a field at kdag's value", data: map[string]string{"a": "1", "b": "2"},
+			entries: []metav1.ManagedFieldsEntry{
+				entry("kdag", apply, "", `{"f:data":{"f:b":{}}}`), entry("kubectl-edit", upd, "", `{"f:data":{"f:a":{}}}`)}},
+		{name: "a status writer is not drift", data: map[string]string{"a": "1", "b": "2"},
+			entries: []metav1.ManagedFieldsEntry{kdagEntry, entry("other", upd, "status", `{"f:data":{"f:a":{}}}`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typedLive := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", ManagedFields: tt.entries},
+				Data:       tt.data,
+			}
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typedLive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, live := range []Object{typedLive, &unstructured.Unstructured{Object: u}} {
+				fields, err := DriftFields(live, desired, "kdag")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var drift []string
+				for _, f := range fields {
+					drift = append(drift, f.Path)
+				}
+				miss, err := MissingFields(live, desired, "kdag", tc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(drift, tt.wantDrift) || !slices.Equal(miss, tt.wantMiss) {
+					t.Errorf("%T: drift %q, missing %q; want %q, %q", live, drift, miss, tt.wantDrift, tt.wantMiss)
+				}
+			}
+		})
+	}
+	if _, err := DriftFields((*corev1.ConfigMap)(nil), desired, "kdag"); err == nil {
+		t.Error("DriftFields(nil typed live) returned no error")
+	}
 }

@@ -2,6 +2,8 @@ package resources
 
 import (
 	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -59,6 +61,30 @@ func Ready(u *unstructured.Unstructured) (Readiness, error) {
 	}
 	r.Ready = r.Status == StatusCurrent
 	return r, nil
+}
+
+// TypedReady answers Ready for a typed object of a kind that has no status (ConfigMap, Secret,
+// ServiceAccount, Role, RoleBinding, ClusterRole, ClusterRoleBinding) without converting it:
+// kstatus finds such an object Current unless it is being deleted (StatusTerminating). ok is
+// false for any other object, typed or not: call Ready with its unstructured form. Issue 16:
+// the conversion cost more than the answer for the objects most graphs hold most of.
+func TypedReady(obj Object) (r Readiness, ok bool) {
+	// kstatus' messages: its list of always-ready kinds, or its generic rule (no conditions).
+	msg := "Resource is current"
+	switch obj.(type) {
+	case *corev1.ConfigMap, *corev1.Secret:
+		msg = "Resource is always ready"
+	case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+	default:
+		return Readiness{}, false
+	}
+	if isNil(obj) {
+		return Readiness{}, false
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return Readiness{Status: StatusTerminating, Message: "Resource scheduled for deletion"}, true
+	}
+	return Readiness{Ready: true, Status: StatusCurrent, Message: msg}, true
 }
 
 func isJob(u *unstructured.Unstructured) bool {

@@ -1,8 +1,16 @@
 package resources
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestReady(t *testing.T) {
@@ -216,5 +224,58 @@ status: {observedGeneration: 1, conditions: not-a-list}
 `))
 	if err == nil || !strings.Contains(err.Error(), "Widget ns/w") {
 		t.Fatalf("error = %v, want one naming Widget ns/w", err)
+	}
+}
+
+// TestTypedReady_AgreesWithKstatus: for each kind TypedReady answers without a conversion, its
+// answer is Ready's (kstatus') on the unstructured form, live and being deleted; other objects are
+// left to Ready.
+func TestTypedReady_AgreesWithKstatus(t *testing.T) {
+	meta := func() metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "ns", Name: "x", Generation: 3} }
+	objects := []Object{
+		&corev1.ConfigMap{ObjectMeta: meta()},
+		&corev1.Secret{ObjectMeta: meta()},
+		&corev1.ServiceAccount{ObjectMeta: meta()},
+		&rbacv1.Role{ObjectMeta: meta()},
+		&rbacv1.RoleBinding{ObjectMeta: meta()},
+		&rbacv1.ClusterRole{ObjectMeta: meta()},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: meta()},
+	}
+	gvks := []schema.GroupVersionKind{
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"), corev1.SchemeGroupVersion.WithKind("Secret"),
+		corev1.SchemeGroupVersion.WithKind("ServiceAccount"), rbacv1.SchemeGroupVersion.WithKind("Role"),
+		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
+		rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+	}
+	for i, obj := range objects {
+		for _, deleting := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/deleting=%v", gvks[i].Kind, deleting), func(t *testing.T) {
+				if deleting {
+					obj.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)})
+					obj.SetFinalizers([]string{"example.com/hold"})
+				}
+				got, ok := TypedReady(obj)
+				if !ok {
+					t.Fatal("TypedReady did not answer")
+				}
+				u, err := ToUnstructured(obj, gvks[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := Ready(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("TypedReady = %+v, kstatus (Ready) = %+v", got, want)
+				}
+			})
+		}
+	}
+	for _, obj := range []Object{&corev1.Service{}, &corev1.PersistentVolumeClaim{}, (*corev1.ConfigMap)(nil),
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}} {
+		if r, ok := TypedReady(obj); ok {
+			t.Errorf("TypedReady(%T) answered %+v, want no answer (Ready's job)", obj, r)
+		}
 	}
 }
