@@ -21,7 +21,7 @@ func Components(concurrency map[string]int, opts ...controller.Option) []control
 		return o
 	}
 	return []controller.Component{
-		controller.For("gitea", gitea.ResourceManager{}, with("gitea")...),
+		controller.For("gitea", gitea.ResourceManager{}, append(with("gitea"), gitea.ChildReadiness()...)...),
 		controller.For("postgresql", postgresql.ResourceManager{}, with("postgresql")...),
 		controller.For("valkey", valkey.ResourceManager{}, with("valkey")...),
 		controller.For("giteaserver", giteaserver.ResourceManager{}, with("giteaserver")...),

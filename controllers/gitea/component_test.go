@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { api.Main(m) }
 // child is Ready once its workloads are.
 func TestComponent(t *testing.T) {
 	components := []controller.Component{
-		controller.For("gitea", ResourceManager{}),
+		controller.For("gitea", ResourceManager{}, ChildReadiness()...),
 		controller.For("postgresql", postgresql.ResourceManager{}),
 		controller.For("valkey", valkey.ResourceManager{}),
 		controller.For("giteaserver", giteaserver.ResourceManager{}),

@@ -29,26 +29,35 @@ func (ResourceManager) OwnedTypes() []client.Object {
 	return []client.Object{&giteav1alpha1.PostgreSQL{}, &giteav1alpha1.Valkey{}, &giteav1alpha1.GiteaServer{}}
 }
 
-// AddResources implements controller.ResourceManager. Each child gates its dependents on its
-// Ready condition (controller.ConditionReady), so the server starts on a database that runs.
-func (ResourceManager) AddResources(_ context.Context, g *giteav1alpha1.Gitea, b *controller.Builder) error {
-	childReady := controller.ReadyWhen(controller.ConditionReady)
+// ChildReadiness registers, once per child kind, the rule that gates a child's dependents on its
+// Ready condition (controller.ConditionReady), so the server starts on a database that runs. Give
+// them to the gitea component (controllers.Components does).
+func ChildReadiness() []controller.Option {
+	return []controller.Option{
+		controller.WithReadyWhen(&giteav1alpha1.PostgreSQL{}, controller.ConditionReady),
+		controller.WithReadyWhen(&giteav1alpha1.Valkey{}, controller.ConditionReady),
+		controller.WithReadyWhen(&giteav1alpha1.GiteaServer{}, controller.ConditionReady),
+	}
+}
 
+// AddResources implements controller.ResourceManager. Each child gates its dependents on its
+// Ready condition (ChildReadiness).
+func (ResourceManager) AddResources(_ context.Context, g *giteav1alpha1.Gitea, b *controller.Builder) error {
 	var before []controller.Node
 	databaseSecret := ""
 	if g.Spec.Database.Type == giteav1alpha1.DatabaseExternal {
 		databaseSecret = g.Spec.Database.External.SecretRef.Name
 	} else {
 		pg := postgreSQL(g)
-		before = append(before, b.Add(pg, childReady))
+		before = append(before, b.Add(pg))
 		databaseSecret = postgresql.CredentialsSecretName(pg.Name)
 	}
 	cacheAddress := ""
 	if g.Spec.Cache.Enabled {
 		vk := valkeyCache(g)
-		before = append(before, b.Add(vk, childReady))
+		before = append(before, b.Add(vk))
 		cacheAddress = valkey.Address(vk.Name, g.Namespace)
 	}
-	b.Add(giteaServer(g, databaseSecret, cacheAddress), controller.DependsOn(before...), childReady)
+	b.Add(giteaServer(g, databaseSecret, cacheAddress), controller.DependsOn(before...))
 	return nil
 }

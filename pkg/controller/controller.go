@@ -62,6 +62,8 @@ type Controller struct {
 	ownerGVK  schema.GroupVersionKind
 	owned     []ownedType
 	ownedKind map[schema.GroupKind]bool
+	// kindReady: the WithReadyWhen rules by kind
+	kindReady map[schema.GroupKind]ReadyFunc
 	teardown  bool
 
 	// engine writes each node's object (pkg/apply).
@@ -147,6 +149,17 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		recorder:  mgr.GetEventRecorder(name),
 		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
+		kindReady: map[schema.GroupKind]ReadyFunc{},
+	}
+	for _, k := range o.KindReadiness {
+		gvk, err := apiutil.GVKForObject(k.kind, c.scheme)
+		if err != nil {
+			return nil, errors.Wrapf(err, "controller %s: WithReadyWhen: type %T is not in the manager's scheme", name, k.kind)
+		}
+		if k.fn == nil {
+			return nil, errors.Errorf("controller %s: WithReadyWhen(%s): nil ReadyFunc", name, gvk.Kind)
+		}
+		c.kindReady[gvk.GroupKind()] = k.fn
 	}
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)

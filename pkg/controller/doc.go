@@ -14,7 +14,9 @@
 //     version, so after a restart too): skip.
 //  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted, at most
 //     Options.DriftRepairLimit times per DriftRepairWindow and object, then with backoff.
-//  8. Readiness is kstatus (or ReadyWhen); a node not ready holds its dependents, not an error.
+//  8. Readiness is kstatus, and for a custom resource a status for the applied generation (or
+//     the node's ReadyWhen, or its kind's WithReadyWhen); a node not ready holds its dependents,
+//     not an error.
 //  9. With no failed node, objects with the owner's UID label that left the graph are pruned.
 //  10. The status (Ready, Reconciling, Stalled, observedGeneration, graph summary) is applied
 //     only if it changed; transient errors back off, terminal ones wait for the owner to change.

@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"hash"
+	"strconv"
 	"sync"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -189,10 +191,37 @@ func (c *Controller) kstatusReady(s *nodeSpec, live client.Object) error {
 		o.ready = newObjectFailed(s.id, u, r.Message)
 	case !r.Ready:
 		o.ready = &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
+	case !clientgoscheme.Scheme.Recognizes(s.gvk) && !generationObserved(u):
+		reason := "no status from its controller for generation " + strconv.FormatInt(u.GetGeneration(), 10) + " yet"
+		o.ready = &waitingError{msg: s.id.String() + " is not ready: " + reason, detail: reason}
 	}
 	o.readyKnown = true
 	if live.GetUID() != "" {
 		c.observed.Store(live.GetUID(), &o)
 	}
 	return o.ready
+}
+
+// generationObserved reports whether a custom resource's controller has written status for u's
+// generation, as far as u's status can say: false when the status is empty, or when
+// status.observedGeneration or the observedGeneration of any condition is another generation;
+// true otherwise (a status that names no generation is kstatus' to judge). WithReadyWhen
+// documents the rule.
+func generationObserved(u *unstructured.Unstructured) bool {
+	status, _ := u.Object["status"].(map[string]any)
+	if len(status) == 0 {
+		return false
+	}
+	gen := u.GetGeneration()
+	if observed, ok, _ := unstructured.NestedInt64(status, "observedGeneration"); ok && observed != gen {
+		return false
+	}
+	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if observed, ok, _ := unstructured.NestedInt64(m, "observedGeneration"); ok && observed != gen {
+			return false
+		}
+	}
+	return true
 }

@@ -143,7 +143,11 @@ func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 // (remembered per resourceVersion: kstatus reads the object only). It returns nil when ready, a
 // *waitingError when not yet, an *objectFailedError when the object failed.
 func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
-	if s.readyWhen == nil {
+	readyWhen := s.readyWhen
+	if readyWhen == nil {
+		readyWhen = c.kindReady[s.gvk.GroupKind()]
+	}
+	if readyWhen == nil {
 		return c.kstatusReady(s, current)
 	}
 	typed, err := c.newObject(s)
@@ -161,7 +165,7 @@ func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
 			return errors.Wrapf(err, "%s: convert for readiness", s.id)
 		}
 	}
-	ok, err := s.readyWhen(typed)
+	ok, err := readyWhen(typed)
 	var notReady *NotReadyError
 	switch {
 	case errors.As(err, &notReady):

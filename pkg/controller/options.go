@@ -3,6 +3,8 @@ package controller
 import (
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kdag-dev/kdag/pkg/metrics"
 )
 
@@ -31,6 +33,13 @@ type options struct {
 	DriftBackoffMax         time.Duration
 	ReferenceNamespaces     []string
 	WatchNamespaces         []string
+	KindReadiness           []kindReadiness
+}
+
+// kindReadiness is one WithReadyWhen: the readiness rule of every node of kind's type.
+type kindReadiness struct {
+	kind client.Object
+	fn   ReadyFunc
 }
 
 // WithFieldManager sets the server-side apply field manager of every write. Default: "kdag-" and
@@ -95,6 +104,22 @@ func WithDriftBackoff(initial, maxBackoff time.Duration) Option {
 // and watch on them). Default: all namespaces.
 func WithReferenceNamespaces(namespaces ...string) Option {
 	return optionFunc(func(o *options) { o.ReferenceNamespaces = append(o.ReferenceNamespaces, namespaces...) })
+}
+
+// WithReadyWhen sets the readiness rule of every node whose object has kind's type (an empty
+// object, such as &v1alpha1.PostgreSQL{}), so that an author registers it once for the kind
+// instead of giving ReadyWhen to each node (issue 15). A node's own ReadyWhen still wins; of two
+// WithReadyWhen for one kind, the last wins. New returns an error when kind's type is not in the
+// manager's scheme or fn is nil.
+//
+// Default, without either: kstatus (resources.Ready); and for a custom resource (a kind client-go
+// does not know) also a status from its controller for the generation kdag applied: an object
+// whose status is empty is not ready, however kstatus sees it (kstatus calls it Current; see
+// fluxcd/kustomize-controller#387), nor one whose status.observedGeneration, or the
+// observedGeneration of its conditions, is another generation. A custom resource without a
+// controller to write status, or whose controller never does, needs a WithReadyWhen.
+func WithReadyWhen(kind client.Object, fn ReadyFunc) Option {
+	return optionFunc(func(o *options) { o.KindReadiness = append(o.KindReadiness, kindReadiness{kind: kind, fn: fn}) })
 }
 
 func (o *options) defaults(name string) {
