@@ -143,8 +143,8 @@ func TestRunPlan_Text(t *testing.T) {
 		"Gitea team-a/demo",
 		"  GiteaServer team-a/demo  (after PostgreSQL team-a/demo-postgresql, Valkey team-a/demo-valkey)",
 		"  Secret team-a/demo-postgresql-credentials  (reference: must exist, never written; keys database, host, password, port, user)",
-		"  Job team-a/demo-migrate-1-27-3  (after Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config; create-only)",
-		"  Deployment team-a/demo  (after Job team-a/demo-migrate-1-27-3 (order only), Secret team-a/demo-postgresql-credentials, Secret team-a/demo-secrets, ConfigMap team-a/demo-config, PersistentVolumeClaim team-a/demo-data)",
+		"  Job team-a/demo-migrate-1-27-3  (after Secret team-a/demo-postgresql-credentials (inferred), Secret team-a/demo-secrets (inferred), ConfigMap team-a/demo-config (inferred); create-only)",
+		"  Deployment team-a/demo  (after Job team-a/demo-migrate-1-27-3 (order only), Secret team-a/demo-postgresql-credentials (inferred), Secret team-a/demo-secrets (inferred), ConfigMap team-a/demo-config (inferred), PersistentVolumeClaim team-a/demo-data (inferred))",
 	} {
 		if !strings.Contains(out.String(), line+"\n") {
 			t.Errorf("text output lacks %q:\n%s", line, out.String())

@@ -178,7 +178,8 @@ func drawable(t *ownerTree) ([]kdagv1alpha1.GraphNode, error) {
 
 // writeMermaid draws the owner's graph as a Mermaid flowchart (pkg/render, as pkg/graph's
 // WriteMermaid): nodes n0, n1, ... in graph order, labeled Kind/name and state, classed by
-// state; edges go from blocker to dependent.
+// state; edges go from blocker to dependent, dotted when kdag inferred them from a reference
+// (GraphNode.Inferred, issue 15).
 func writeMermaid(w io.Writer, t *ownerTree) error {
 	g, err := drawing(t)
 	if err != nil {
@@ -187,7 +188,8 @@ func writeMermaid(w io.Writer, t *ownerTree) error {
 	return render.WriteMermaid(w, g)
 }
 
-// writeDOT draws the owner's graph in Graphviz DOT (pkg/render, as pkg/graph's WriteDOT).
+// writeDOT draws the owner's graph in Graphviz DOT (pkg/render, as pkg/graph's WriteDOT),
+// inferred edges dashed.
 func writeDOT(w io.Writer, t *ownerTree) error {
 	g, err := drawing(t)
 	if err != nil {
@@ -205,7 +207,7 @@ func drawing(t *ownerTree) (render.Graph, error) {
 	}
 	g := render.Graph{Title: t.Kind + "/" + t.Name, Nodes: make([]render.Node, len(nodes))}
 	for i, n := range nodes {
-		g.Nodes[i] = render.Node{Label: nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), State: string(n.State), Blockers: n.Blockers}
+		g.Nodes[i] = render.Node{Label: nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), State: string(n.State), Blockers: n.Blockers, Dashed: n.Inferred}
 	}
 	for _, s := range nodeStates {
 		g.Styles = append(g.Styles, render.Style{State: string(s), Fill: stateColor(s)})

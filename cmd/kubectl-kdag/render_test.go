@@ -176,6 +176,31 @@ digraph {
 `)
 }
 
+// TestWriteMermaidAndDOT_InferredEdgesDashed: the edges the status lists as inferred (issue 15)
+// are drawn dashed, the declared ones solid.
+func TestWriteMermaidAndDOT_InferredEdgesDashed(t *testing.T) {
+	tr := &ownerTree{Kind: "Valkey", Name: "demo", Namespace: "default", Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 3, Nodes: []kdagv1alpha1.GraphNode{
+		{Kind: "ConfigMap", Namespace: "default", Name: "demo-config", State: kdagv1alpha1.NodeReady},
+		{Kind: "Secret", Namespace: "default", Name: "demo-key", State: kdagv1alpha1.NodeReady},
+		{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{1, 0}, Inferred: []int32{0}},
+	}}}}
+	checkOutput(t, "dot", rendered(t, tr, "dot"), `
+digraph {
+  label="Valkey/demo";
+  labelloc=t;
+  node [shape=box];
+  n0 [label="ConfigMap/demo-config\nReady", style=filled, fillcolor="#b7e1b0"];
+  n1 [label="Secret/demo-key\nReady", style=filled, fillcolor="#b7e1b0"];
+  n2 [label="Deployment/demo\nWaiting", style=filled, fillcolor="#b9d7f0"];
+  n1 -> n2;
+  n0 -> n2 [style=dashed];
+}
+`)
+	if got := rendered(t, tr, "mermaid"); !strings.Contains(got, "  n1 --> n2\n  n0 -.-> n2\n") {
+		t.Errorf("mermaid: want n1 --> n2 solid and n0 -.-> n2 dashed:\n%s", got)
+	}
+}
+
 func TestWriteDOT_OldOperatorWithoutNodes(t *testing.T) {
 	tr := &ownerTree{Kind: "Gitea", Name: "demo", Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 3, Ready: 3}}}
 	err := write(&bytes.Buffer{}, tr, "dot")

@@ -43,18 +43,24 @@ func (ResourceManager) OwnedTypes() []client.Object {
 // with the keys the server reads, the pods that need them wait, and the status says which Secret
 // to create. The generated keys and the repositories' claim live and die together (keyPolicy,
 // claimPolicy).
+//
+// The edges to what the pods mount and read (the Secrets, the ConfigMap, the claim) and the
+// Ingress's edge to its Service are inferred from the objects (issue 15); the ones declared here
+// are those no reference says, or that must differ from an inferred one: order only (the claim
+// after the keys, the server after its migration, the Ingress after its certificate, whose
+// rotation must not rewrite it), and the Jobs that opt out (migrationNodes, the admin Job).
 func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaServer, b *controller.Builder) error {
-	database := b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name), controller.RequireKeys(
+	b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name), controller.RequireKeys(
 		giteav1alpha1.DatabaseSecretHostKey, giteav1alpha1.DatabaseSecretPortKey, giteav1alpha1.DatabaseSecretUserKey,
 		giteav1alpha1.DatabaseSecretPasswordKey, giteav1alpha1.DatabaseSecretDatabaseKey))
 	secrets := b.Add(generatedSecret(s), keyPolicy(s)...)
-	config := b.Add(configMap(s))
-	data := b.Add(dataClaim(s), append(claimPolicy(s.Spec.Storage.DeletionPolicy), controller.After(secrets))...)
-	migration := migrationNodes(s, b, database, secrets, config)
-	server := b.Add(deployment(s), controller.After(migration), controller.DependsOn(database, secrets, config, data))
-	service := b.Add(service(s))
+	b.Add(configMap(s))
+	b.Add(dataClaim(s), append(claimPolicy(s.Spec.Storage.DeletionPolicy), controller.After(secrets))...)
+	migration := migrationNodes(s, b)
+	server := b.Add(deployment(s), controller.After(migration))
+	b.Add(service(s))
 	if ing := s.Spec.Ingress; ing != nil {
-		opts := []controller.NodeOption{controller.DependsOn(service)}
+		var opts []controller.NodeOption
 		if ing.TLSSecretName != "" {
 			tls := b.Reference(referencedSecret(ing.TLSSecretName), controller.RequireKeys(corev1.TLSCertKey, corev1.TLSPrivateKeyKey))
 			opts = append(opts, controller.After(tls))
@@ -64,7 +70,9 @@ func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaSer
 	if s.Spec.Admin != nil {
 		admin := b.Reference(referencedSecret(s.Spec.Admin.SecretRef.Name), controller.RequireKeys(
 			giteav1alpha1.AdminSecretUsernameKey, giteav1alpha1.AdminSecretPasswordKey, giteav1alpha1.AdminSecretEmailKey))
-		b.Add(adminJob(s), controller.CreateOnly(), controller.DependsOn(server, admin))
+		// It runs once, against the running server, which already waits for what the Job mounts
+		// and reads: its edges are the server and the admin Secret, nothing inferred.
+		b.Add(adminJob(s), controller.CreateOnly(), controller.NoInferredDependencies(), controller.DependsOn(server, admin))
 	}
 	return nil
 }
@@ -76,10 +84,14 @@ func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaSer
 //     while it runs) and the new one waits for it: one migration at a time against the database;
 //   - a migration recorded as succeeded for spec.version is Finished: its Job, once deleted (a
 //     TTL, a clean-up), is not run again, and the server does not roll.
-func migrationNodes(s *giteav1alpha1.GiteaServer, b *controller.Builder, blockers ...controller.Node) controller.Node {
-	opts := []controller.NodeOption{controller.CreateOnly(), controller.DependsOn(blockers...)}
+//
+// The new migration waits for the Secrets and the ConfigMap its pod reads (inferred, issue 15);
+// a running earlier one waits for nothing (NoInferredDependencies): it is only watched to its end.
+func migrationNodes(s *giteav1alpha1.GiteaServer, b *controller.Builder) controller.Node {
+	opts := []controller.NodeOption{controller.CreateOnly()}
 	if prev := s.Status.Migration; prev != nil && prev.Version != s.Spec.Version && migrating(prev.State) {
-		old := b.Add(migrationJobOf(s, prev.Version), controller.CreateOnly(), controller.Finished(), controller.ReadyWhen(jobFinished))
+		old := b.Add(migrationJobOf(s, prev.Version), controller.CreateOnly(), controller.Finished(), controller.ReadyWhen(jobFinished),
+			controller.NoInferredDependencies())
 		opts = append(opts, controller.After(old))
 	}
 	if prev := s.Status.Migration; prev != nil && prev.Version == s.Spec.Version && prev.State == giteav1alpha1.MigrationSucceeded {

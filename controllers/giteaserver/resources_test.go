@@ -124,6 +124,15 @@ func blockers(n *controller.PlannedNode) []string {
 	return out
 }
 
+// marked returns the "Kind name" of n's blockers in ids (Inferred or OrderOnly), in order.
+func marked(ids []controller.NodeID) []string {
+	var out []string
+	for _, b := range ids {
+		out = append(out, b.Kind+" "+b.Name)
+	}
+	return out
+}
+
 // TestAddResources_Graph checks the edges and options the golden files show.
 func TestAddResources_Graph(t *testing.T) {
 	for _, tc := range []struct {
@@ -167,6 +176,17 @@ func TestAddResources_Graph(t *testing.T) {
 			if got, want := blockers(job), []string{"Secret demo-postgresql-credentials", "Secret demo-secrets", "ConfigMap demo-config"}; !slices.Equal(got, want) {
 				t.Errorf("migration Job blockers = %v, want %v", got, want)
 			}
+			// What the pods mount and read is inferred from them (issue 15); the migration is
+			// order only.
+			if got, want := marked(deploy.Inferred), []string{"Secret demo-postgresql-credentials", "Secret demo-secrets", "ConfigMap demo-config", "PersistentVolumeClaim demo-data"}; !slices.Equal(got, want) {
+				t.Errorf("Deployment inferred blockers = %v, want %v", got, want)
+			}
+			if got, want := marked(deploy.OrderOnly), []string{"Job demo-migrate-1-27-3"}; !slices.Equal(got, want) {
+				t.Errorf("Deployment order-only blockers = %v, want %v", got, want)
+			}
+			if got, want := marked(job.Inferred), blockers(job); !slices.Equal(got, want) {
+				t.Errorf("migration Job inferred blockers = %v, want all of them, %v", got, want)
+			}
 			if !job.CreateOnly || !secret.CreateOnly || deploy.CreateOnly {
 				t.Errorf("create-only: Job %v, Secret %v, Deployment %v; want true, true, false", job.CreateOnly, secret.CreateOnly, deploy.CreateOnly)
 			}
@@ -179,16 +199,25 @@ func TestAddResources_Graph(t *testing.T) {
 				t.Errorf("Ingress in plan: %v, want %v", ing != nil, tc.wantIngress)
 			}
 			if ing != nil {
-				want := []string{"Service demo-http"}
+				// The Service is inferred from the backend; the certificate, declared order
+				// only, comes first (a declared edge wins over the inferred one).
+				want, wantOrderOnly := []string{"Service demo-http"}, []string(nil)
 				if tls := tc.server.Spec.Ingress.TLSSecretName; tls != "" {
 					// The certificate is the user's: a reference the Ingress waits for.
-					want = append(want, "Secret "+tls)
+					want = append([]string{"Secret " + tls}, want...)
+					wantOrderOnly = []string{"Secret " + tls}
 					if ref := node(p, "Secret", tls); ref == nil || !ref.Reference || !slices.Equal(ref.RequireKeys, []string{"tls.crt", "tls.key"}) {
 						t.Errorf("TLS Secret node %+v, want a reference requiring tls.crt and tls.key", ref)
 					}
 				}
 				if got := blockers(ing); !slices.Equal(got, want) {
 					t.Errorf("Ingress blockers = %v, want %v", got, want)
+				}
+				if got := marked(ing.OrderOnly); !slices.Equal(got, wantOrderOnly) {
+					t.Errorf("Ingress order-only blockers = %v, want %v", got, wantOrderOnly)
+				}
+				if got := marked(ing.Inferred); !slices.Equal(got, []string{"Service demo-http"}) {
+					t.Errorf("Ingress inferred blockers = %v, want [Service demo-http]", got)
 				}
 				backend := ing.Object.(*networkingv1.Ingress).Spec.Rules[0].HTTP.Paths[0].Backend.Service
 				if backend.Name != "demo-http" || backend.Port.Name != "http" {
@@ -199,7 +228,7 @@ func TestAddResources_Graph(t *testing.T) {
 			if (admin != nil) != tc.wantAdmin {
 				t.Errorf("admin Job in plan: %v, want %v", admin != nil, tc.wantAdmin)
 			}
-			if admin != nil && (!admin.CreateOnly || !slices.Equal(blockers(admin), []string{"Deployment demo", "Secret gitea-admin"})) {
+			if admin != nil && (!admin.CreateOnly || !slices.Equal(blockers(admin), []string{"Deployment demo", "Secret gitea-admin"}) || len(admin.Inferred) > 0) {
 				t.Errorf("admin Job: create-only %v, blockers %v; want create-only after the Deployment and the admin Secret", admin.CreateOnly, blockers(admin))
 			}
 			if secret := node(p, "Secret", "gitea-admin"); (secret != nil) != tc.wantAdmin || secret != nil && !secret.Reference {

@@ -41,11 +41,12 @@ func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL)
 }
 
 // AddResources implements controller.ResourceManager: generated credentials, a headless
-// Service, and the StatefulSet that needs both. The PostgreSQL is Ready when the StatefulSet is.
-// The credentials and the data live and die together (credentialsPolicy).
+// Service, and the StatefulSet that needs both (the Builder infers both edges from the
+// StatefulSet's serviceName and secretKeyRefs, issue 15). The PostgreSQL is Ready when the
+// StatefulSet is. The credentials and the data live and die together (credentialsPolicy).
 func (ResourceManager) AddResources(_ context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
-	credentials := b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
-	service := b.Add(headlessService(pg))
-	b.Add(statefulSet(pg), controller.DependsOn(credentials, service))
+	b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
+	b.Add(headlessService(pg))
+	b.Add(statefulSet(pg))
 	return nil
 }

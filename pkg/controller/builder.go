@@ -43,7 +43,8 @@ type Node struct {
 func (n Node) ID() NodeID { return n.id }
 
 // NodeOption configures a node in Builder.Add or Builder.Reference: DependsOn, After,
-// CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen.
+// CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen,
+// NoInferredDependencies.
 type NodeOption interface {
 	applyToNode(*nodeSpec)
 }
@@ -53,8 +54,11 @@ type nodeOptionFunc func(*nodeSpec)
 
 func (f nodeOptionFunc) applyToNode(s *nodeSpec) { f(s) }
 
-// DependsOn makes the node wait until every given node is applied and ready. The given nodes
-// must come from earlier Add calls of the same Builder, which keeps the graph acyclic.
+// DependsOn makes the node wait until every given node is applied and ready, their content
+// feeding its dependencies hash. The given nodes must come from earlier Add calls of the same
+// Builder, which keeps the graph acyclic. A reference the node's object holds (a pod template
+// mounting a ConfigMap of the graph) needs none: the Builder infers it (issue 15,
+// NoInferredDependencies); a declared DependsOn or After for the same node wins.
 func DependsOn(blockers ...Node) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) })
 }
@@ -137,6 +141,10 @@ type nodeSpec struct {
 	adopt      bool
 	keep       bool // Keep: orphaned, never deleted
 	reference  bool // Builder.Reference: never written, ready once it exists
+	noInfer    bool // NoInferredDependencies: no edge inferred from its references
+	// inferred: how many of the last blockers were inferred from references (issue 15), not
+	// declared.
+	inferred int
 	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
 	// sorted and without duplicates.
 	requireKeys []string
@@ -267,7 +275,7 @@ func checkOptions(verb string, s *nodeSpec) error {
 		}
 		return nil
 	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil {
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {
@@ -298,7 +306,8 @@ func (b *Builder) defaultNamespace(obj client.Object, gvk schema.GroupVersionKin
 // buildGraph builds owner's graph: it calls m's AddResources with a new Builder and returns the
 // Builder, the error AddResources returned (wrapped: a reconcile.TerminalError stays one), or a
 // *BuildError listing the mistakes AddResources made through the Builder. It is the one place a
-// graph is built, for reconcile, teardown and plan. owned nil leaves out the owned-type check.
+// graph is built, for reconcile, teardown and plan, so each infers the same edges from the
+// nodes' references (inferDependencies, issue 15). owned nil leaves out the owned-type check.
 func buildGraph(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper,
 	owned map[schema.GroupKind]bool) (*Builder, error) {
 	b := newBuilder(owner, scheme, mapper, owned)
@@ -308,6 +317,7 @@ func buildGraph(ctx context.Context, m manager, owner client.Object, scheme *run
 	if err := b.err(); err != nil {
 		return nil, err
 	}
+	b.inferDependencies()
 	return b, nil
 }
 

@@ -6,7 +6,9 @@
 //  1. Get the owner from the cache; if it is being deleted, tear down (finalizer, reverse order).
 //  2. Validate it (optional Validator); a failure is terminal: Stalled, no retry until it changes.
 //  3. AddResources fills a Builder: typed objects, each with DependsOn blockers and options, and
-//     References to objects the owner needs but kdag never writes (a user's Secret).
+//     References to objects the owner needs but kdag never writes (a user's Secret). The
+//     Builder adds the edges the objects' references say (a pod template mounting a ConfigMap
+//     of the graph, an Ingress routing to a Service of it; infer.go lists them, issue 15).
 //  4. The graph runs (pkg/graph): a node starts once its blockers are applied and ready.
 //  5. A node gets kdag's labels, an owner reference, its blockers' content hash and its own hash.
 //  6. The live object comes from the cache: same hash, no foreign write on kdag's fields and none
@@ -30,8 +32,8 @@
 //	}
 //
 //	func (ResourceManager) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
-//		pages := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pages"}, Data: w.Spec.Data})
-//		server := b.Add(deployment(w), controller.DependsOn(pages))
+//		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pages"}, Data: w.Spec.Data})
+//		server := b.Add(deployment(w)) // mounts the pages: waits for them, rolls with them (inferred)
 //		b.Add(service(w), controller.DependsOn(server))
 //		return nil
 //	}

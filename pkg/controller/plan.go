@@ -22,7 +22,8 @@ import (
 // Plan is the graph a ResourceManager builds for an owner, computed without a cluster: the
 // same AddResources code that reconciles, for docs, reviews and the offline `plan` command.
 type Plan struct {
-	// Nodes in the order AddResources added them (a topological order).
+	// Nodes in the order AddResources added them, a node moved after a later-added node it
+	// references (an inferred blocker, issue 15): a topological order.
 	Nodes []PlannedNode
 }
 
@@ -40,6 +41,9 @@ type PlannedNode struct {
 	Finished bool
 	// OrderOnly are the blockers given with After: order only, their content not hashed.
 	OrderOnly []NodeID
+	// Inferred are the blockers the Builder inferred from the object's references to other
+	// nodes (issue 15), not declared; they follow the declared ones in Blockers.
+	Inferred []NodeID
 	// Protects names the data the node's object opens (ProtectsData), or is the zero NodeID.
 	Protects NodeID
 	// Reference is a Builder.Reference node: an object kdag needs but never writes.
@@ -80,10 +84,13 @@ func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtim
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
 	for i, s := range b.nodes {
 		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Reference: s.reference, RequireKeys: s.requireKeys, Object: s.obj}
-		for _, bl := range s.blockers {
+		for k, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
 			if s.orderOnly(bl) {
 				n.OrderOnly = append(n.OrderOnly, bl.id)
+			}
+			if s.inferredBlocker(k) {
+				n.Inferred = append(n.Inferred, bl.id)
 			}
 		}
 		n.Finished = s.finished
@@ -113,23 +120,38 @@ func (p *Plan) graph() (*graph.Graph[NodeID], error) {
 	return g, nil
 }
 
-// WriteMermaid writes the plan as a Mermaid flowchart, blockers pointing at their dependents.
-// The same plan always gives the same bytes.
+// WriteMermaid writes the plan as a Mermaid flowchart, blockers pointing at their dependents,
+// inferred edges (issue 15) dotted. The same plan always gives the same bytes.
 func (p *Plan) WriteMermaid(w io.Writer) error {
 	g, err := p.graph()
 	if err != nil {
 		return err
 	}
-	return g.WriteMermaid(w, nil, graph.RenderOptions[NodeID]{Label: NodeID.String})
+	return g.WriteMermaid(w, nil, p.renderOptions())
 }
 
-// WriteDOT writes the plan as a Graphviz DOT digraph; same plan, same bytes.
+// WriteDOT writes the plan as a Graphviz DOT digraph, inferred edges (issue 15) dashed; same
+// plan, same bytes.
 func (p *Plan) WriteDOT(w io.Writer) error {
 	g, err := p.graph()
 	if err != nil {
 		return err
 	}
-	return g.WriteDOT(w, nil, graph.RenderOptions[NodeID]{Label: NodeID.String})
+	return g.WriteDOT(w, nil, p.renderOptions())
+}
+
+// renderOptions labels nodes with their IDs and dashes the inferred edges.
+func (p *Plan) renderOptions() graph.RenderOptions[NodeID] {
+	inferred := map[[2]NodeID]bool{}
+	for _, n := range p.Nodes {
+		for _, bl := range n.Inferred {
+			inferred[[2]NodeID{bl, n.ID}] = true
+		}
+	}
+	return graph.RenderOptions[NodeID]{
+		Label:  NodeID.String,
+		Dashed: func(blocker, dependent NodeID) bool { return inferred[[2]NodeID{blocker, dependent}] },
+	}
 }
 
 // redactedValue replaces every value of a Secret's data and stringData in WriteText.
@@ -156,7 +178,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // String returns the node's ID followed by "  (after A, B; create-only; adopt; keep)" when it has
-// blockers or options ("reference: must exist, never written" for a Builder.Reference node).
+// blockers or options ("reference: must exist, never written" for a Builder.Reference node); a
+// blocker reads "A (order only)" when given with After, "A (inferred)" when inferred from a
+// reference (issue 15).
 func (n PlannedNode) String() string { return n.ID.String() + n.describe() }
 
 // describe returns "  (after A, B; create-only; adopt)", or "" for a node with neither
@@ -169,6 +193,9 @@ func (n PlannedNode) describe() string {
 			names[i] = b.String()
 			if slices.Contains(n.OrderOnly, b) {
 				names[i] += " (order only)"
+			}
+			if slices.Contains(n.Inferred, b) {
+				names[i] += " (inferred)"
 			}
 		}
 		parts = append(parts, "after "+strings.Join(names, ", "))

@@ -276,8 +276,11 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
 			State: r.nodes[i].state.api(),
 		}
-		for _, b := range s.blockers {
+		for k, b := range s.blockers {
 			gn.Blockers = append(gn.Blockers, int32(b.index))
+			if s.inferredBlocker(k) {
+				gn.Inferred = append(gn.Inferred, int32(b.index))
+			}
 		}
 		nodes[i] = gn
 	}

@@ -13,6 +13,9 @@ import (
 type RenderOptions[ID comparable] struct {
 	// Label returns the text shown for a node. Default: fmt.Sprint(id).
 	Label func(ID) string
+	// Dashed reports whether the edge from blocker to dependent is drawn dashed (kdag draws so
+	// the dependencies it inferred from references, issue 15). Default nil: every edge solid.
+	Dashed func(blocker, dependent ID) bool
 }
 
 // WriteDOT writes the graph in Graphviz DOT to w. Nodes are named n0, n1, ...
@@ -56,6 +59,13 @@ func (g *Graph[ID]) drawing(res *Result[ID], opts RenderOptions[ID]) (render.Gra
 	d := render.Graph{Nodes: make([]render.Node, len(g.ids))}
 	for i, id := range g.ids {
 		d.Nodes[i] = render.Node{Label: label(id), Blockers: g.blockersOf(int32(i))}
+		if opts.Dashed != nil {
+			for _, bl := range d.Nodes[i].Blockers {
+				if opts.Dashed(g.ids[bl], id) {
+					d.Nodes[i].Dashed = append(d.Nodes[i].Dashed, bl)
+				}
+			}
+		}
 		if res != nil {
 			d.Nodes[i].State = res.Nodes[i].Outcome.String()
 		}

@@ -19,6 +19,9 @@ func renderGraph(t *testing.T) *graph.Graph[string] {
 	return g
 }
 
+// dashedToWeb dashes the edge from db to web only.
+func dashedToWeb(blocker, dependent string) bool { return blocker == "db" && dependent == "web" }
+
 func TestRender(t *testing.T) {
 	g := renderGraph(t)
 	res, _ := g.Run(context.Background(), graph.RunOptions{})
@@ -57,6 +60,40 @@ func TestRender(t *testing.T) {
   n1 -> n3;
   n2 -> n3;
 }
+`,
+		},
+		{
+			name: "DOT with dashed edges",
+			render: func(b *bytes.Buffer) error {
+				return g.WriteDOT(b, nil, graph.RenderOptions[string]{Dashed: dashedToWeb})
+			},
+			want: `digraph {
+  node [shape=box];
+  n0 [label="ns"];
+  n1 [label="app \"v1\""];
+  n2 [label="db"];
+  n3 [label="web"];
+  n0 -> n1;
+  n0 -> n2;
+  n1 -> n3;
+  n2 -> n3 [style=dashed];
+}
+`,
+		},
+		{
+			name: "Mermaid with dashed edges",
+			render: func(b *bytes.Buffer) error {
+				return g.WriteMermaid(b, nil, graph.RenderOptions[string]{Dashed: dashedToWeb})
+			},
+			want: `flowchart TD
+  n0["ns"]
+  n1["app #quot;v1#quot;"]
+  n2["db"]
+  n3["web"]
+  n0 --> n1
+  n0 --> n2
+  n1 --> n3
+  n2 -.-> n3
 `,
 		},
 		{

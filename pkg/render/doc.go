@@ -5,8 +5,10 @@
 //
 // A Graph lists its nodes in drawing order; node i is named n<i>, and its Blockers are indices
 // of earlier or later nodes. Edges go from blocker to dependent, written by dependent in node
-// order, then in the order of its Blockers. A node with a State shows it on a second line and is
-// filled with the color its Style gives that state. The same Graph always gives the same bytes.
+// order, then in the order of its Blockers; an edge from a blocker the node lists in Dashed is
+// dashed (DOT style=dashed, Mermaid -.->): kdag draws so the dependencies it inferred from
+// references (issue 15). A node with a State shows it on a second line and is filled with the
+// color its Style gives that state. The same Graph always gives the same bytes.
 //
 //	g := render.Graph{Title: "App/demo", Nodes: []render.Node{
 //		{Label: "Secret demo"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -30,6 +31,9 @@ type Node struct {
 	// Blockers are the indices of the nodes this one waits for, each drawn as an edge to this
 	// node in this order. An index out of range (a corrupt status) draws no edge.
 	Blockers []int32
+	// Dashed are the Blockers whose edges are drawn dashed: kdag draws so the dependencies it
+	// inferred from references (issue 15). Default nil: every edge solid.
+	Dashed []int32
 }
 
 // Style is the fill color of the nodes in one state.
@@ -72,7 +76,7 @@ func WriteDOT(w io.Writer, g Graph) error {
 		fmt.Fprintf(&b, "  n%d [label=\"%s\\n%s\", style=filled, fillcolor=\"%s\"];\n",
 			i, escapeDOT(n.Label), escapeDOT(n.State), escapeDOT(g.fill(n.State)))
 	}
-	g.writeEdges(&b, "  n%d -> n%d;\n")
+	g.writeEdges(&b, "  n%d -> n%d;\n", "  n%d -> n%d [style=dashed];\n")
 	b.WriteString("}\n")
 	_, err := w.Write(b.Bytes())
 	return errors.WithStack(err)
@@ -94,7 +98,7 @@ func WriteMermaid(w io.Writer, g Graph) error {
 		}
 		fmt.Fprintf(&b, "  n%d[\"%s<br/>%s\"]:::%s\n", i, escapeMermaid(n.Label), escapeMermaid(n.State), n.State)
 	}
-	g.writeEdges(&b, "  n%d --> n%d\n")
+	g.writeEdges(&b, "  n%d --> n%d\n", "  n%d -.-> n%d\n")
 	for _, s := range g.Styles {
 		fmt.Fprintf(&b, "  classDef %s fill:%s\n", s.State, s.Fill)
 	}
@@ -103,11 +107,17 @@ func WriteMermaid(w io.Writer, g Graph) error {
 }
 
 // writeEdges writes one line per edge, by dependent in node order, then in the order of its
-// Blockers; indices out of range are skipped.
-func (g Graph) writeEdges(b *bytes.Buffer, format string) {
+// Blockers, in format, or in dashed for a blocker its node lists in Dashed; indices out of
+// range are skipped.
+func (g Graph) writeEdges(b *bytes.Buffer, format, dashed string) {
 	for i, n := range g.Nodes {
 		for _, bl := range n.Blockers {
-			if bl >= 0 && int(bl) < len(g.Nodes) {
+			if bl < 0 || int(bl) >= len(g.Nodes) {
+				continue
+			}
+			if slices.Contains(n.Dashed, bl) {
+				fmt.Fprintf(b, dashed, bl, i)
+			} else {
 				fmt.Fprintf(b, format, bl, i)
 			}
 		}

@@ -22,6 +22,13 @@ func TestWrite(t *testing.T) {
 		{Label: "db", State: "failed"},
 		{Label: "x<&#>y", State: "other", Blockers: []int32{0, 7, -1}}, // 7 and -1: no edge
 	}}
+	// An inferred dependency (issue 15) is drawn dashed; a Dashed index that is no blocker
+	// draws nothing.
+	dashed := render.Graph{Nodes: []render.Node{
+		{Label: "config"},
+		{Label: "key"},
+		{Label: "web", Blockers: []int32{0, 1}, Dashed: []int32{0, 5}},
+	}}
 	for _, tc := range []struct {
 		name  string
 		write func(*bytes.Buffer, render.Graph) error
@@ -68,6 +75,24 @@ flowchart TD
   n0 --> n1
   classDef ok fill:#b7e1b0
   classDef failed fill:#f4a6a6
+`},
+		{"DOT with dashed edges", write(render.WriteDOT), dashed, `
+digraph {
+  node [shape=box];
+  n0 [label="config"];
+  n1 [label="key"];
+  n2 [label="web"];
+  n0 -> n2 [style=dashed];
+  n1 -> n2;
+}
+`},
+		{"Mermaid with dashed edges", write(render.WriteMermaid), dashed, `
+flowchart TD
+  n0["config"]
+  n1["key"]
+  n2["web"]
+  n0 -.-> n2
+  n1 --> n2
 `},
 		{"empty DOT", write(render.WriteDOT), render.Graph{}, `
 digraph {

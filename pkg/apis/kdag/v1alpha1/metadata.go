@@ -16,8 +16,9 @@ const (
 	// applied. An equal hash on the live object, with no drift in managed fields, skips the write.
 	AnnotationDesiredHash = "kdag.dev/desired-hash"
 	// AnnotationDependenciesHash is the hash of the node's blockers' content (ConfigMap and
-	// Secret data, the spec of others). On workloads it is also set on the pod template, so a
-	// configuration change rolls the pods.
+	// Secret data, the spec of others), declared with DependsOn or inferred from the object's
+	// references (issue 15); After blockers do not count. On workloads it is also set on the pod
+	// template, so a configuration change rolls the pods.
 	AnnotationDependenciesHash = "kdag.dev/dependencies-hash"
 
 	// AnnotationResourcePolicy set to ResourcePolicyKeep on an object kdag applies makes kdag

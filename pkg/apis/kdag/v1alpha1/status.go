@@ -97,6 +97,11 @@ type GraphNode struct {
 	// this node's own index.
 	// +optional
 	Blockers []int32 `json:"blockers,omitempty"`
+	// Inferred are the Blockers that kdag inferred from the node's references to other nodes (a
+	// pod template mounting a ConfigMap, issue 15) rather than the operator declaring them; a
+	// subset of Blockers, in their order.
+	// +optional
+	Inferred []int32 `json:"inferred,omitempty"`
 }
 
 // NodeStatus identifies one node and says why it is not ready.
