@@ -10,6 +10,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -179,9 +180,46 @@ func TestObjectsEvent_Note(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &noteRecorder{}
 			c := &Controller{recorder: rec}
-			c.objectsEvent(&testapi.Widget{}, "Pruned", "Deleted", ": no longer part of the graph", tt.ids)
+			c.objectsEvent(t.Context(), &testapi.Widget{}, "Pruned", "Deleted", ": no longer part of the graph", tt.ids)
 			if !slices.Equal(rec.notes, tt.want) {
 				t.Errorf("notes %q\nwant  %q", rec.notes, tt.want)
+			}
+		})
+	}
+}
+
+// TestEvent_NoteEndsWithTheTraceID (issue 15): an event of a traced reconcile ends with its
+// trace ID, kept whole when the note is cut to the Events API's 1 kB; without a span, no suffix.
+func TestEvent_NoteEndsWithTheTraceID(t *testing.T) {
+	traceID := oteltrace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
+	traced := oteltrace.ContextWithSpanContext(t.Context(), oteltrace.NewSpanContext(oteltrace.SpanContextConfig{
+		TraceID: traceID, SpanID: oteltrace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}, TraceFlags: oteltrace.FlagsSampled}))
+	long := strings.Repeat("x", 2000)
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		msg       string
+		want      string
+		wantBytes int
+	}{
+		{name: "untraced", ctx: t.Context(), msg: "short", want: "Ready: short"},
+		{name: "traced", ctx: traced, msg: "short", want: "Ready: short (trace 4bf92f3577b34da6a3ce929d0e0e4736)"},
+		{name: "traced and long", ctx: traced, msg: long, wantBytes: maxEventNote},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &noteRecorder{}
+			c := &Controller{recorder: rec}
+			c.event(tt.ctx, &testapi.Widget{}, corev1.EventTypeNormal, "Ready", "%s", tt.msg)
+			if len(rec.notes) != 1 {
+				t.Fatalf("notes %q, want one", rec.notes)
+			}
+			note := strings.TrimPrefix(rec.notes[0], "Ready: ")
+			switch {
+			case tt.want != "" && rec.notes[0] != tt.want:
+				t.Errorf("note %q, want %q", rec.notes[0], tt.want)
+			case tt.wantBytes != 0 && (len(note) != tt.wantBytes || !strings.HasSuffix(note, "... (trace 4bf92f3577b34da6a3ce929d0e0e4736)")):
+				t.Errorf("note of %d bytes ending %q, want %d bytes ending with the whole trace ID", len(note), note[len(note)-60:], tt.wantBytes)
 			}
 		})
 	}

@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
 
 	"github.com/pkg/errors"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,14 +44,26 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	next.OperatorVersion = c.opts.OperatorVersion
 	next.Graph = r.graphSummary()
 	setConditions(next, owner.GetGeneration(), r)
+	next.WaitingFor = nil
+	if !r.allReady() {
+		next.WaitingFor = r.waitingFor(old.WaitingFor, time.Now())
+	}
+	// LastReconcile changes on every reconcile (its timings): it is written only with another
+	// change, never causing a write by itself (issue 15).
+	summary := r.reconcileSummary(ctx)
 
 	defer func() {
-		c.emitNodeEvents(owner, r)
-		c.emitConditionEvents(owner, old, next)
+		c.emitNodeEvents(ctx, owner, r)
+		c.emitConditionEvents(ctx, owner, old, next)
 	}()
 
 	if !c.rm.isReporter() && equality.Semantic.DeepEqual(old, next) {
 		return nil // kdag's block is all kdag writes, and it is unchanged
+	}
+	lastReconcile := func(content map[string]any) error {
+		s, err := runtime.DefaultUnstructuredConverter.ToUnstructured(summary)
+		content["lastReconcile"] = s
+		return errors.Wrap(err, "convert status")
 	}
 	if live == nil {
 		if live, _, err = currentStatus(owner); err != nil {
@@ -71,6 +85,9 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	}
 	if !statusChanged(live, content, own != nil) {
 		return nil
+	}
+	if err := lastReconcile(content); err != nil {
+		return err
 	}
 	return c.applyStatus(ctx, owner, content)
 }
@@ -143,7 +160,7 @@ func kdagStatusOf(owner client.Object) *kdagv1alpha1.Status {
 }
 
 // kdagStatusFields are the status fields kdag owns; a field that disappears is a change.
-var kdagStatusFields = []string{"observedGeneration", "conditions", "operatorVersion", "graph"}
+var kdagStatusFields = []string{"observedGeneration", "conditions", "operatorVersion", "graph", "waitingFor", "lastReconcile"}
 
 // currentStatus returns the live status of any owner type: as content (nil without a status) and
 // as kdag's block.
@@ -296,7 +313,7 @@ func (s nodeState) api() kdagv1alpha1.NodeState {
 // server one event, not ten); a repaired drift, an adoption and a held repair get one event per
 // object, as each carries its own details. Skipped nodes emit nothing, so an unchanged owner
 // emits nothing.
-func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
+func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
 	var created, updated []NodeID
 	for i := range r.nodes {
 		n := &r.nodes[i]
@@ -307,27 +324,27 @@ func (c *Controller) emitNodeEvents(owner client.Object, r *outcome) {
 			}
 		case apply.Applied:
 			if len(n.drifted) > 0 {
-				c.event(owner, corev1.EventTypeNormal, "DriftRepaired", "Reverted changes by another writer to %s: %s",
+				c.event(ctx, owner, corev1.EventTypeNormal, "DriftRepaired", "Reverted changes by another writer to %s: %s",
 					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
 			} else if n.live != nil {
 				updated = append(updated, n.spec.id)
 			}
 		case apply.Adopted:
 			if n.live != nil { // the write went through
-				c.event(owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
+				c.event(ctx, owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
 			}
 		case apply.Held:
 			var conflict *apply.DriftConflictError
 			if errors.As(n.err, &conflict) && conflict.Started {
-				c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonDriftConflict, "%s (next repair attempt in %s)",
+				c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonDriftConflict, "%s (next repair attempt in %s)",
 					conflict.Error(), conflict.RetryAfter)
 			}
 		}
 	}
-	c.objectsEvent(owner, "Created", "Created", "", created)
-	c.objectsEvent(owner, "Updated", "Updated", "", updated)
-	c.objectsEvent(owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
-	c.objectsEvent(owner, "Orphaned", "Kept", ": no longer part of the graph, released, not deleted ("+
+	c.objectsEvent(ctx, owner, "Created", "Created", "", created)
+	c.objectsEvent(ctx, owner, "Updated", "Updated", "", updated)
+	c.objectsEvent(ctx, owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
+	c.objectsEvent(ctx, owner, "Orphaned", "Kept", ": no longer part of the graph, released, not deleted ("+
 		kdagv1alpha1.AnnotationResourcePolicy+": "+kdagv1alpha1.ResourcePolicyKeep+")", r.prune.orphaned)
 }
 
@@ -336,12 +353,12 @@ const maxEventObjects = 10
 
 // objectsEvent records one Normal event with reason for ids, if any: "<verb> <id><suffix>" for
 // one object, "<verb> <n> objects<suffix>: <id>, <id>, … and <k> more" for several.
-func (c *Controller) objectsEvent(owner client.Object, reason, verb, suffix string, ids []NodeID) {
+func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []NodeID) {
 	switch len(ids) {
 	case 0:
 		return
 	case 1:
-		c.event(owner, corev1.EventTypeNormal, reason, "%s %s%s", verb, ids[0], suffix)
+		c.event(ctx, owner, corev1.EventTypeNormal, reason, "%s %s%s", verb, ids[0], suffix)
 		return
 	}
 	names := make([]string, 0, min(len(ids), maxEventObjects))
@@ -352,29 +369,29 @@ func (c *Controller) objectsEvent(owner client.Object, reason, verb, suffix stri
 	if more := len(ids) - len(names); more > 0 {
 		list += fmt.Sprintf(" and %d more", more)
 	}
-	c.event(owner, corev1.EventTypeNormal, reason, "%s %d objects%s: %s", verb, len(ids), suffix, truncate(list, 768))
+	c.event(ctx, owner, corev1.EventTypeNormal, reason, "%s %d objects%s: %s", verb, len(ids), suffix, truncate(list, 768))
 }
 
 // emitConditionEvents records transitions of Ready and Stalled.
-func (c *Controller) emitConditionEvents(owner client.Object, old, next *kdagv1alpha1.Status) {
+func (c *Controller) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
 	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case isReady && !wasReady:
-		c.event(owner, corev1.EventTypeNormal, "Ready", "All nodes are ready")
+		c.event(ctx, owner, corev1.EventTypeNormal, "Ready", "All nodes are ready")
 	case wasReady && !isReady:
 		cond := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionReady)
-		c.event(owner, corev1.EventTypeWarning, "NotReady", "%s", cond.Message)
+		c.event(ctx, owner, corev1.EventTypeWarning, "NotReady", "%s", cond.Message)
 	}
 	oldStalled := meta.FindStatusCondition(old.Conditions, kdagv1alpha1.ConditionStalled)
 	newStalled := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionStalled)
 	if newStalled != nil && (oldStalled == nil || oldStalled.Message != newStalled.Message) {
-		c.event(owner, corev1.EventTypeWarning, newStalled.Reason, "%s", newStalled.Message)
+		c.event(ctx, owner, corev1.EventTypeWarning, newStalled.Reason, "%s", newStalled.Message)
 	}
 	oldFailing := meta.FindStatusCondition(old.Conditions, kdagv1alpha1.ConditionReconciling)
 	newFailing := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionReconciling)
 	if newFailing != nil && retriedFailure(newFailing.Reason) &&
 		(oldFailing == nil || oldFailing.Reason != newFailing.Reason || oldFailing.Message != newFailing.Message) {
-		c.event(owner, corev1.EventTypeWarning, newFailing.Reason, "%s", newFailing.Message)
+		c.event(ctx, owner, corev1.EventTypeWarning, newFailing.Reason, "%s", newFailing.Message)
 	}
 }
 
@@ -395,17 +412,27 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 	if ctx.Err() != nil {
 		return
 	}
-	c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonStatusWriteFailed, "%s", truncate(err.Error(), 1024))
+	c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonStatusWriteFailed, "%s", truncate(err.Error(), 1024))
 }
 
 // event records an event about owner, unless owner's namespace is being deleted (the API server
 // would refuse it, and the refusal is only noise in the log).
-func (c *Controller) event(owner client.Object, typ, reason, format string, args ...any) {
+//
+// The note ends with the trace ID of ctx's span, when there is one, so that an event leads to
+// its reconcile's trace (issue 15); the note is cut to the Events API's 1 kB before it.
+func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
 	if c.namespaceTerminating(owner.GetNamespace()) {
 		return
 	}
-	c.recorder.Eventf(owner, nil, typ, reason, "Reconcile", format, args...)
+	note, suffix := fmt.Sprintf(format, args...), ""
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		suffix = " (trace " + sc.TraceID().String() + ")"
+	}
+	c.recorder.Eventf(owner, nil, typ, reason, "Reconcile", "%s%s", truncate(note, maxEventNote-len(suffix)), suffix)
 }
+
+// maxEventNote is the longest note the Events API (events.k8s.io/v1) accepts, in bytes.
+const maxEventNote = 1024
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

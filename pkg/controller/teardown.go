@@ -43,7 +43,7 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 		remaining, err = c.releaseUnowned(ctx, owner)
 	}
 	if err != nil {
-		c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonTearingDown, "%s", err.Error())
+		c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonTearingDown, "%s", err.Error())
 		return reconcile.Result{}, err
 	}
 	if remaining > 0 {
@@ -51,7 +51,7 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 		return reconcile.Result{RequeueAfter: teardownRecheck}, nil
 	}
 	if _, err := c.rm.cleanup(ctx, owner); err != nil {
-		c.event(owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
+		c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
 		return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
 	return c.removeFinalizer(ctx, owner)
@@ -183,7 +183,7 @@ func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object,
 			return errors.Wrapf(err, "teardown: orphan kept %s", id)
 		}
 		logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned)
-		c.event(owner, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (%s: %s)",
+		c.event(ctx, owner, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (%s: %s)",
 			id, kdagv1alpha1.AnnotationResourcePolicy, kdagv1alpha1.ResourcePolicyKeep)
 		return nil
 	}
@@ -192,7 +192,7 @@ func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object,
 			return errors.Wrapf(err, "teardown: delete %s", id)
 		}
 		logFrom(ctx).Info("deleted", "node", id.String(), "action", apply.Deleted)
-		c.event(owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
+		c.event(ctx, owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
 	}
 	return nil
 }

@@ -39,6 +39,76 @@ type Status struct {
 	// Graph summarises the owner's graph from the last reconcile.
 	// +optional
 	Graph *GraphSummary `json:"graph,omitempty"`
+	// WaitingFor names the node that holds Ready back and since when, while the owner is not
+	// Ready; empty once it is (issue 15).
+	// +optional
+	WaitingFor *WaitingFor `json:"waitingFor,omitempty"`
+	// LastReconcile is the trace ID and critical path of the last reconcile that wrote this
+	// status. It is written on every reconcile while the owner is not Ready; once it is Ready,
+	// only together with a change of the rest of the status, so that timings never cause a write
+	// (issue 15).
+	// +optional
+	LastReconcile *ReconcileSummary `json:"lastReconcile,omitempty"`
+}
+
+// WaitingFor is the node an owner that is not Ready waits for: the first node of the last
+// reconcile's critical path that is not ready, or else the first such node in graph order.
+type WaitingFor struct {
+	// Group is the API group of the node's object; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Kind of the node's object.
+	Kind string `json:"kind"`
+	// Namespace of the node's object; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the node's object.
+	Name string `json:"name"`
+	// State of the node: Waiting, Failed or Blocked.
+	State NodeState `json:"state"`
+	// Since is when the owner started waiting for this node (kept while it is the same node).
+	Since metav1.Time `json:"since"`
+}
+
+// ReconcileSummary describes one reconcile.
+type ReconcileSummary struct {
+	// TraceID is the reconcile's OpenTelemetry trace ID (32 hex digits), empty when tracing is
+	// off. Find the trace in Jaeger with it (kubectl kdag trace).
+	// +optional
+	TraceID string `json:"traceID,omitempty"`
+	// DurationMillis is the wall time of the graph's run, in milliseconds.
+	DurationMillis int64 `json:"durationMillis"`
+	// CriticalPath is the chain of nodes that set the run's wall time, first to last: the node
+	// that finished last, the blocker that released it last, and so on back to a node without
+	// blockers. At most MaxCriticalPath nodes (the last ones).
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	CriticalPath []PathNode `json:"criticalPath,omitempty"`
+}
+
+// MaxCriticalPath caps ReconcileSummary.CriticalPath.
+const MaxCriticalPath = 20
+
+// PathNode is one node of a critical path with its times.
+type PathNode struct {
+	// Group is the API group of the node's object; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+	// Kind of the node's object.
+	Kind string `json:"kind"`
+	// Namespace of the node's object; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the node's object.
+	Name string `json:"name"`
+	// State of the node at the end of the reconcile.
+	State NodeState `json:"state"`
+	// WaitMillis is how long the node, its blockers done, waited for a worker, in milliseconds.
+	// +optional
+	WaitMillis int64 `json:"waitMillis,omitempty"`
+	// RunMillis is how long the node's apply and readiness check took, in milliseconds.
+	// +optional
+	RunMillis int64 `json:"runMillis,omitempty"`
 }
 
 // GraphSummary counts the owner's nodes by state and lists the nodes that are not ready, capped.
