@@ -165,13 +165,25 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 // latency proxy, say), with opts added to every component's.
 func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion string, opts ...controller.Option) (stop func(), logPath string) {
 	t.Helper()
+	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion(operatorVersion)}, opts...)...)
+	cacheOpts := controller.CacheOptions(scheme, components...)
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	return runManager(t, cfg, cacheOpts, operatorVersion, func(mgr ctrl.Manager) error {
+		return controller.Setup(t.Context(), mgr, components)
+	})
+}
+
+// runManager starts a manager reaching the API server with cfg, with cacheOpts and the
+// controllers setup registers, logging to a file named after the test and name. It returns a
+// function that stops the manager and waits for it (the test's cleanup calls it too) and the
+// log's path; the log is kept, and named in the test log, when the test fails or E2E_KEEP_LOGS
+// is set.
+func runManager(t testing.TB, cfg *rest.Config, cacheOpts cache.Options, name string, setup func(ctrl.Manager) error) (stop func(), logPath string) {
+	t.Helper()
 	logFile, err := os.CreateTemp("", "kdag-e2e-gitea-"+strings.ReplaceAll(t.Name(), "/", "-")+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion(operatorVersion)}, opts...)...)
-	cacheOpts := controller.CacheOptions(scheme, components...)
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Logger:     zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)),
@@ -182,7 +194,7 @@ func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(t.Context(), mgr, components); err != nil {
+	if err := setup(mgr); err != nil {
 		t.Fatal(err)
 	}
 	stopManager := running.Manager(t, mgr)
@@ -192,7 +204,7 @@ func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion 
 			stopManager()
 			logFile.Close()
 			if t.Failed() || os.Getenv("E2E_KEEP_LOGS") != "" {
-				t.Logf("operator log (%s): %s", operatorVersion, logFile.Name())
+				t.Logf("operator log (%s): %s", name, logFile.Name())
 			} else {
 				os.Remove(logFile.Name())
 			}
