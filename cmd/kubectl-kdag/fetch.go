@@ -42,6 +42,21 @@ func (t *ownerTree) notReady(n kdagv1alpha1.GraphNode) (kdagv1alpha1.NodeStatus,
 	return kdagv1alpha1.NodeStatus{}, false
 }
 
+// pathNode returns the entry of the owner's last critical path (status.lastReconcile.criticalPath)
+// for the node of kind, namespace and name, and of group unless anyGroup (NotReady entries carry
+// no group), and its position on the path; -1 when the node is not on it.
+func (t *ownerTree) pathNode(group, kind, namespace, name string, anyGroup bool) (kdagv1alpha1.PathNode, int) {
+	if t.Status.LastReconcile == nil {
+		return kdagv1alpha1.PathNode{}, -1
+	}
+	for i, p := range t.Status.LastReconcile.CriticalPath {
+		if p.Kind == kind && p.Namespace == namespace && p.Name == name && (anyGroup || p.Group == group) {
+			return p, i
+		}
+	}
+	return kdagv1alpha1.PathNode{}, -1
+}
+
 // parseOwner reads the kdag status of u. ok is false when u is not a kdag owner: its status has
 // neither a graph nor the operator version and conditions kdag writes.
 func parseOwner(u *unstructured.Unstructured) (t *ownerTree, ok bool, err error) {

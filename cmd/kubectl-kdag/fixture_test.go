@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -136,4 +137,64 @@ func newTestReader(t *testing.T, warn io.Writer, objs ...*unstructured.Unstructu
 	}
 	dyn.ClearActions()
 	return &reader{client: dyn, mapper: mapper, warn: warn}, dyn
+}
+
+// testNow is the current time of the tests' renderings.
+var testNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+const testTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+// upgradingObjects is a Gitea during an upgrade (issue 15 item 3): its GiteaServer has held
+// Ready back for 2m5s; the last reconcile's critical path ran the PostgreSQL, then the server.
+// The PostgreSQL is Ready, with a critical path of its own.
+func upgradingObjects(t *testing.T) []*unstructured.Unstructured {
+	gitea := owner(t, "Gitea", "demo", 2, kdagv1alpha1.Status{
+		ObservedGeneration: 2, OperatorVersion: "dev",
+		Conditions: ready(metav1.ConditionFalse, kdagv1alpha1.ReasonWaiting, "waiting for GiteaServer default/demo (migrating to 1.27.4)"),
+		Graph: &kdagv1alpha1.GraphSummary{
+			Total: 4, Ready: 3, Waiting: 1,
+			NotReady: []kdagv1alpha1.NodeStatus{{Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting,
+				Message: "migrating to 1.27.4"}},
+			Nodes: []kdagv1alpha1.GraphNode{
+				{Kind: "Secret", Namespace: "default", Name: "demo-admin", State: kdagv1alpha1.NodeReady},
+				{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady},
+				{Group: group, Kind: "Valkey", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady},
+				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0, 1, 2}},
+			},
+		},
+		WaitingFor: &kdagv1alpha1.WaitingFor{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo",
+			State: kdagv1alpha1.NodeWaiting, Since: metav1.NewTime(testNow.Add(-125 * time.Second))},
+		LastReconcile: &kdagv1alpha1.ReconcileSummary{TraceID: testTraceID, DurationMillis: 1520, CriticalPath: []kdagv1alpha1.PathNode{
+			{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady, RunMillis: 1200},
+			{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, WaitMillis: 3, RunMillis: 310},
+		}},
+	})
+	pg := owner(t, "PostgreSQL", "demo-postgresql", 1, kdagv1alpha1.Status{
+		ObservedGeneration: 1, OperatorVersion: "dev",
+		Conditions: ready(metav1.ConditionTrue, kdagv1alpha1.ReasonReady, "2 nodes ready"),
+		Graph: &kdagv1alpha1.GraphSummary{
+			Total: 2, Ready: 2,
+			Nodes: []kdagv1alpha1.GraphNode{
+				{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: kdagv1alpha1.NodeReady},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady, Blockers: []int32{0}},
+			},
+		},
+		LastReconcile: &kdagv1alpha1.ReconcileSummary{TraceID: "0af7651916cd43dd8448eb211c80319c", DurationMillis: 2100, CriticalPath: []kdagv1alpha1.PathNode{
+			{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: kdagv1alpha1.NodeReady, RunMillis: 40},
+			{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady, WaitMillis: 1, RunMillis: 2050},
+		}},
+	})
+	// An owner whose operator traces nothing, and one whose operator predates lastReconcile.
+	untraced := owner(t, "Gitea", "untraced", 1, kdagv1alpha1.Status{
+		ObservedGeneration: 1, OperatorVersion: "dev",
+		Conditions:    ready(metav1.ConditionTrue, kdagv1alpha1.ReasonReady, "1 nodes ready"),
+		Graph:         &kdagv1alpha1.GraphSummary{Total: 1, Ready: 1, Nodes: []kdagv1alpha1.GraphNode{{Kind: "Secret", Namespace: "default", Name: "u", State: kdagv1alpha1.NodeReady}}},
+		LastReconcile: &kdagv1alpha1.ReconcileSummary{DurationMillis: 12, CriticalPath: []kdagv1alpha1.PathNode{{Kind: "Secret", Namespace: "default", Name: "u", State: kdagv1alpha1.NodeReady, RunMillis: 12}}},
+	})
+	old := owner(t, "Gitea", "old", 1, kdagv1alpha1.Status{
+		ObservedGeneration: 1, OperatorVersion: "v0.4.0",
+		Conditions: ready(metav1.ConditionTrue, kdagv1alpha1.ReasonReady, "1 nodes ready"),
+		Graph:      &kdagv1alpha1.GraphSummary{Total: 1, Ready: 1, Nodes: []kdagv1alpha1.GraphNode{{Kind: "Secret", Namespace: "default", Name: "o", State: kdagv1alpha1.NodeReady}}},
+	})
+	return []*unstructured.Unstructured{gitea, pg, untraced, old}
 }

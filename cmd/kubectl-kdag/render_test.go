@@ -31,7 +31,7 @@ func demoTree(t *testing.T, depth int) *ownerTree {
 func rendered(t *testing.T, tr *ownerTree, format string) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := write(&b, tr, format); err != nil {
+	if err := write(&b, tr, format, testNow); err != nil {
 		t.Fatalf("write %s: %v", format, err)
 	}
 	return b.String()
@@ -105,7 +105,7 @@ App/big               Unknown           not reconciled yet
 └─... 148 more nodes                    not listed in the status (at most 100 are); 150 nodes: 148 ready, 1 waiting, 1 failed
 `)
 	for _, format := range []string{"mermaid", "dot"} {
-		err := write(&bytes.Buffer{}, tr, format)
+		err := write(&bytes.Buffer{}, tr, format, testNow)
 		if err == nil || !strings.Contains(err.Error(), "150 nodes, more than the 100") || !strings.Contains(err.Error(), "-o tree") {
 			t.Errorf("%s of a truncated graph: err = %v, want one pointing to -o tree", format, err)
 		}
@@ -203,7 +203,7 @@ digraph {
 
 func TestWriteDOT_OldOperatorWithoutNodes(t *testing.T) {
 	tr := &ownerTree{Kind: "Gitea", Name: "demo", Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 3, Ready: 3}}}
-	err := write(&bytes.Buffer{}, tr, "dot")
+	err := write(&bytes.Buffer{}, tr, "dot", testNow)
 	if err == nil || !strings.Contains(err.Error(), "does not list them") {
 		t.Errorf("err = %v, want one saying the status does not list the nodes", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -34,6 +35,12 @@ type Node struct {
 	// Dashed are the Blockers whose edges are drawn dashed: kdag draws so the dependencies it
 	// inferred from references (issue 15). Default nil: every edge solid.
 	Dashed []int32
+	// Bold draws the node with a thick border (DOT penwidth=3, Mermaid class bold): kdag draws so
+	// the nodes of the owner's last critical path (issue 15). Default false.
+	Bold bool
+	// BoldEdges are the Blockers whose edges are drawn thick (DOT penwidth=3, Mermaid linkStyle
+	// stroke-width:3px), dashed or not: kdag draws so the critical path's edges. Default nil.
+	BoldEdges []int32
 }
 
 // Style is the fill color of the nodes in one state.
@@ -69,14 +76,31 @@ func WriteDOT(w io.Writer, g Graph) error {
 	}
 	b.WriteString("  node [shape=box];\n")
 	for i, n := range g.Nodes {
+		bold := ""
+		if n.Bold {
+			bold = ", penwidth=3"
+		}
 		if n.State == "" {
-			fmt.Fprintf(&b, "  n%d [label=\"%s\"];\n", i, escapeDOT(n.Label))
+			fmt.Fprintf(&b, "  n%d [label=\"%s\"%s];\n", i, escapeDOT(n.Label), bold)
 			continue
 		}
-		fmt.Fprintf(&b, "  n%d [label=\"%s\\n%s\", style=filled, fillcolor=\"%s\"];\n",
-			i, escapeDOT(n.Label), escapeDOT(n.State), escapeDOT(g.fill(n.State)))
+		fmt.Fprintf(&b, "  n%d [label=\"%s\\n%s\", style=filled, fillcolor=\"%s\"%s];\n",
+			i, escapeDOT(n.Label), escapeDOT(n.State), escapeDOT(g.fill(n.State)), bold)
 	}
-	g.writeEdges(&b, "  n%d -> n%d;\n", "  n%d -> n%d [style=dashed];\n")
+	g.edges(func(from, to int, dashed, bold bool) {
+		var attrs []string
+		if dashed {
+			attrs = append(attrs, "style=dashed")
+		}
+		if bold {
+			attrs = append(attrs, "penwidth=3")
+		}
+		if len(attrs) == 0 {
+			fmt.Fprintf(&b, "  n%d -> n%d;\n", from, to)
+			return
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [%s];\n", from, to, strings.Join(attrs, ", "))
+	})
 	b.WriteString("}\n")
 	_, err := w.Write(b.Bytes())
 	return errors.WithStack(err)
@@ -98,28 +122,47 @@ func WriteMermaid(w io.Writer, g Graph) error {
 		}
 		fmt.Fprintf(&b, "  n%d[\"%s<br/>%s\"]:::%s\n", i, escapeMermaid(n.Label), escapeMermaid(n.State), n.State)
 	}
-	g.writeEdges(&b, "  n%d --> n%d\n", "  n%d -.-> n%d\n")
+	var boldEdges, boldNodes []string
+	edge := 0
+	g.edges(func(from, to int, dashed, bold bool) {
+		arrow := "-->"
+		if dashed {
+			arrow = "-.->"
+		}
+		fmt.Fprintf(&b, "  n%d %s n%d\n", from, arrow, to)
+		if bold {
+			boldEdges = append(boldEdges, strconv.Itoa(edge))
+		}
+		edge++
+	})
 	for _, s := range g.Styles {
 		fmt.Fprintf(&b, "  classDef %s fill:%s\n", s.State, s.Fill)
+	}
+	for i, n := range g.Nodes {
+		if n.Bold {
+			boldNodes = append(boldNodes, "n"+strconv.Itoa(i))
+		}
+	}
+	if len(boldNodes) > 0 {
+		fmt.Fprintf(&b, "  classDef bold stroke:#000,stroke-width:3px\n  class %s bold\n", strings.Join(boldNodes, ","))
+	}
+	if len(boldEdges) > 0 {
+		fmt.Fprintf(&b, "  linkStyle %s stroke-width:3px\n", strings.Join(boldEdges, ","))
 	}
 	_, err := w.Write(b.Bytes())
 	return errors.WithStack(err)
 }
 
-// writeEdges writes one line per edge, by dependent in node order, then in the order of its
-// Blockers, in format, or in dashed for a blocker its node lists in Dashed; indices out of
-// range are skipped.
-func (g Graph) writeEdges(b *bytes.Buffer, format, dashed string) {
+// edges calls edge once per edge, by dependent in node order, then in the order of its Blockers,
+// with the blocker's and the dependent's indices and whether the dependent lists the blocker in
+// Dashed and in BoldEdges; indices out of range are skipped.
+func (g Graph) edges(edge func(from, to int, dashed, bold bool)) {
 	for i, n := range g.Nodes {
 		for _, bl := range n.Blockers {
 			if bl < 0 || int(bl) >= len(g.Nodes) {
 				continue
 			}
-			if slices.Contains(n.Dashed, bl) {
-				fmt.Fprintf(b, dashed, bl, i)
-			} else {
-				fmt.Fprintf(b, format, bl, i)
-			}
+			edge(int(bl), i, slices.Contains(n.Dashed, bl), slices.Contains(n.BoldEdges, bl))
 		}
 	}
 }

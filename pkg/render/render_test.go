@@ -29,6 +29,13 @@ func TestWrite(t *testing.T) {
 		{Label: "key"},
 		{Label: "web", Blockers: []int32{0, 1}, Dashed: []int32{0, 5}},
 	}}
+	// The critical path (issue 15): bold nodes and thick edges, an inferred one still dashed.
+	bold := render.Graph{Styles: styles, Nodes: []render.Node{
+		{Label: "config", State: "ok", Bold: true},
+		{Label: "key"},
+		{Label: "web", State: "ok", Blockers: []int32{1, 0}, Dashed: []int32{0}, BoldEdges: []int32{0}, Bold: true},
+		{Label: "job", Blockers: []int32{2}, BoldEdges: []int32{2}, Bold: true},
+	}}
 	for _, tc := range []struct {
 		name  string
 		write func(*bytes.Buffer, render.Graph) error
@@ -93,6 +100,33 @@ flowchart TD
   n2["web"]
   n0 -.-> n2
   n1 --> n2
+`},
+		{"DOT bold", write(render.WriteDOT), bold, `
+digraph {
+  node [shape=box];
+  n0 [label="config\nok", style=filled, fillcolor="#b7e1b0", penwidth=3];
+  n1 [label="key"];
+  n2 [label="web\nok", style=filled, fillcolor="#b7e1b0", penwidth=3];
+  n3 [label="job", penwidth=3];
+  n1 -> n2;
+  n0 -> n2 [style=dashed, penwidth=3];
+  n2 -> n3 [penwidth=3];
+}
+`},
+		{"Mermaid bold", write(render.WriteMermaid), bold, `
+flowchart TD
+  n0["config<br/>ok"]:::ok
+  n1["key"]
+  n2["web<br/>ok"]:::ok
+  n3["job"]
+  n1 --> n2
+  n0 -.-> n2
+  n2 --> n3
+  classDef ok fill:#b7e1b0
+  classDef failed fill:#f4a6a6
+  classDef bold stroke:#000,stroke-width:3px
+  class n0,n2,n3 bold
+  linkStyle 1,2 stroke-width:3px
 `},
 		{"empty DOT", write(render.WriteDOT), render.Graph{}, `
 digraph {
