@@ -232,8 +232,9 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme:         scheme,
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		MapperProvider: MapperProvider, // as CacheOptions' doc asks of a cache limited to namespaces
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			ByObject:          CacheOptions(scheme, For("widgets", funcRM{})).ByObject,
