@@ -504,7 +504,7 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 		res := &results[i]
 		res.spec = specs[i]
 		res.wait, res.duration = nr.Wait, nr.Duration()
-		res.runnable, res.started, res.ended = nr.Wait, nr.Start, nr.End
+		res.started, res.ended = nr.Start, nr.End
 		switch nr.Outcome {
 		case graph.Succeeded:
 			res.state = stateReady

@@ -65,7 +65,7 @@ func (r *outcome) reconcileSummary(ctx context.Context) *kdagv1alpha1.ReconcileS
 		sum.CriticalPath = append(sum.CriticalPath, kdagv1alpha1.PathNode{
 			Group: n.spec.id.Group, Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace, Name: n.spec.id.Name,
 			State:      n.state.api(),
-			WaitMillis: (n.started - n.runnable).Milliseconds(),
+			WaitMillis: (n.started - n.wait).Milliseconds(),
 			RunMillis:  (n.ended - n.started).Milliseconds(),
 		})
 		sum.DurationMillis = max(sum.DurationMillis, n.ended.Milliseconds())

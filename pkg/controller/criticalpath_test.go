@@ -28,7 +28,7 @@ func pathOutcome(nodes ...pathNode) *outcome {
 		}
 		ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
 		r.nodes = append(r.nodes, nodeResult{spec: s, state: n.state,
-			runnable: ms(n.times[0]), started: ms(n.times[1]), ended: ms(n.times[2])})
+			wait: ms(n.times[0]), started: ms(n.times[1]), ended: ms(n.times[2])})
 	}
 	return r
 }

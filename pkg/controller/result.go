@@ -38,10 +38,10 @@ type nodeResult struct {
 	spanContext trace.SpanContext // the node's span, linked from its dependents' spans
 	wait        time.Duration
 	duration    time.Duration
-	// runnable, started, ended: offsets from the graph run's start (graph.NodeResult's Wait,
-	// Start and End); zero unless the node ran.
-	runnable, started, ended time.Duration
-	detail                   string // what a waiting node waits for, when known (waitingError.detail)
+	// started, ended: offsets from the graph run's start (graph.NodeResult's Start and End, as
+	// wait is its Wait); zero unless the node ran.
+	started, ended time.Duration
+	detail         string // what a waiting node waits for, when known (waitingError.detail)
 }
 
 // waitingError is returned by a node whose object is applied but not ready: its dependents do

@@ -48,10 +48,6 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	if !r.allReady() {
 		next.WaitingFor = r.waitingFor(old.WaitingFor, time.Now())
 	}
-	// LastReconcile changes on every reconcile (its timings): it is written only with another
-	// change, never causing a write by itself (issue 15).
-	summary := r.reconcileSummary(ctx)
-
 	defer func() {
 		c.emitNodeEvents(ctx, owner, r)
 		c.emitConditionEvents(ctx, owner, old, next)
@@ -59,11 +55,6 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 
 	if !c.rm.isReporter() && equality.Semantic.DeepEqual(old, next) {
 		return nil // kdag's block is all kdag writes, and it is unchanged
-	}
-	lastReconcile := func(content map[string]any) error {
-		s, err := runtime.DefaultUnstructuredConverter.ToUnstructured(summary)
-		content["lastReconcile"] = s
-		return errors.Wrap(err, "convert status")
 	}
 	if live == nil {
 		if live, _, err = currentStatus(owner); err != nil {
@@ -86,8 +77,10 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 	if !statusChanged(live, content, own != nil) {
 		return nil
 	}
-	if err := lastReconcile(content); err != nil {
-		return err
+	// LastReconcile changes on every reconcile (its timings): it goes only with another change,
+	// never causing a write by itself, and is computed only then (issue 15).
+	if content["lastReconcile"], err = runtime.DefaultUnstructuredConverter.ToUnstructured(r.reconcileSummary(ctx)); err != nil {
+		return errors.Wrap(err, "convert status")
 	}
 	return c.applyStatus(ctx, owner, content)
 }
