@@ -43,6 +43,9 @@ const (
 	Deleted Action = "deleted"
 	// Orphaned: a kept object released instead of deleted.
 	Orphaned Action = "orphaned"
+	// Recreating: an immutable field refused the update and the Recreate policy deleted the
+	// object, to be created again once it is gone (Change.Object is nil).
+	Recreating Action = "recreating"
 )
 
 // Options configure an Engine. Every field states its default.
@@ -136,6 +139,10 @@ type Policy struct {
 	CreateOnly bool
 	// Adopt: an existing object that is not the owner's is taken over.
 	Adopt bool
+	// Recreate, when not nil, is the deletion propagation with which an object whose update an
+	// immutable field refuses is deleted, to be created again as desired once it is gone
+	// (Change.Action Recreating). Nil: such an update fails with an *ImmutableFieldError.
+	Recreate *metav1.DeletionPropagation
 }
 
 // Change is what Apply did.

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -67,7 +68,17 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	}
 	if err := e.apply(ctx, desired); err != nil {
 		// Not a repair: only a write the API server accepted repairs anything.
-		return Change{Action: Applied}, err
+		fields := ImmutableFields(err)
+		switch {
+		case len(fields) == 0:
+			return Change{Action: Applied}, err
+		case p.Recreate == nil:
+			return Change{Action: Applied}, &ImmutableFieldError{Object: name, Fields: fields, Err: err}
+		}
+		if err := e.recreate(ctx, live, *p.Recreate); err != nil {
+			return Change{Action: Recreating}, errors.Wrapf(err, "%s: delete to re-create it (immutable %s changed)", name, strings.Join(fields, ", "))
+		}
+		return Change{Action: Recreating, Drifted: fields}, nil
 	}
 	return Change{Action: Applied, Object: desired, Drifted: drifted}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,6 +124,19 @@ func RequireKeys(keys ...string) NodeOption {
 // annotation on any object kdag applies to the same effect.
 func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true }) }
 
+// Recreate lets kdag delete and re-create the node's object when the API server refuses an update
+// because it changes an immutable field (a StatefulSet's volumeClaimTemplates, a Job's template,
+// a Service's clusterIP; apply.ImmutableFields), as Flux's force, kapp's fallback-on-replace
+// and Helm's --force do (issue 14). The object is deleted with propagation (Orphan keeps a
+// StatefulSet's pods and claims running while it is gone; Background deletes its dependents)
+// and only if it is still the version kdag read; the node waits until it is gone and creates it
+// on a later reconcile; the owner gets a Recreating event naming the fields. Without Recreate
+// such an update fails: the owner is Stalled with a message naming the fields and this option.
+// A CreateOnly node is never updated, so Recreate does not apply to it (a build error).
+func Recreate(propagation metav1.DeletionPropagation) NodeOption {
+	return nodeOptionFunc(func(s *nodeSpec) { s.recreate = &propagation })
+}
+
 // ReadyWhen replaces the kstatus readiness rule for the node.
 func ReadyWhen(fn ReadyFunc) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.readyWhen = fn })
@@ -149,6 +163,8 @@ type nodeSpec struct {
 	// sorted and without duplicates.
 	requireKeys []string
 	readyWhen   ReadyFunc
+	// recreate: the deletion propagation of Recreate, nil without it.
+	recreate *metav1.DeletionPropagation
 }
 
 // Builder records the nodes of one owner's graph during AddResources. It is not safe for
@@ -267,6 +283,12 @@ func checkOptions(verb string, s *nodeSpec) error {
 		if len(s.requireKeys) > 0 {
 			return errors.Errorf("%s %s: RequireKeys applies to a Reference only", verb, s.id)
 		}
+		if s.recreate != nil && s.createOnly {
+			return errors.Errorf("%s %s: Recreate does not apply to a CreateOnly node (it is never updated)", verb, s.id)
+		}
+		if s.recreate != nil && !validPropagation(*s.recreate) {
+			return errors.Errorf("%s %s: Recreate(%q): the propagation is Orphan, Background or Foreground", verb, s.id, *s.recreate)
+		}
 		if s.protects != nil && !s.createOnly {
 			return errors.Errorf("%s %s: ProtectsData applies to a CreateOnly node only", verb, s.id)
 		}
@@ -275,13 +297,18 @@ func checkOptions(verb string, s *nodeSpec) error {
 		}
 		return nil
 	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer {
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer || s.recreate != nil {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {
 		return errors.Errorf("%s %s: RequireKeys applies to a Secret or a ConfigMap only", verb, s.id)
 	}
 	return nil
+}
+
+// validPropagation reports whether p is one of the API's deletion propagation policies.
+func validPropagation(p metav1.DeletionPropagation) bool {
+	return p == metav1.DeletePropagationOrphan || p == metav1.DeletePropagationBackground || p == metav1.DeletePropagationForeground
 }
 
 // defaultNamespace gives a namespaced object without a namespace the owner's.

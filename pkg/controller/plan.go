@@ -9,6 +9,7 @@ import (
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +38,9 @@ type PlannedNode struct {
 	Adopt      bool
 	// Keep is the node's deletion policy keep (Keep): orphaned, never deleted.
 	Keep bool
+	// Recreate is the deletion propagation of the node's Recreate option (an immutable-field
+	// change deletes and re-creates the object, issue 14), "" without it.
+	Recreate metav1.DeletionPropagation
 	// Finished is a node whose work is done (Finished): never created again.
 	Finished bool
 	// OrderOnly are the blockers given with After: order only, their content not hashed.
@@ -84,6 +88,9 @@ func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtim
 	p := &Plan{Nodes: make([]PlannedNode, len(b.nodes))}
 	for i, s := range b.nodes {
 		n := PlannedNode{ID: s.id, GVK: s.gvk, CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Reference: s.reference, RequireKeys: s.requireKeys, Object: s.obj}
+		if s.recreate != nil {
+			n.Recreate = *s.recreate
+		}
 		for k, bl := range s.blockers {
 			n.Blockers = append(n.Blockers, bl.id)
 			if s.orderOnly(bl) {
@@ -211,6 +218,9 @@ func (n PlannedNode) describe() string {
 	}
 	if n.Finished {
 		parts = append(parts, "finished")
+	}
+	if n.Recreate != "" {
+		parts = append(parts, "recreate on immutable change ("+string(n.Recreate)+")")
 	}
 	if n.Protects != (NodeID{}) {
 		parts = append(parts, "protects "+n.Protects.String())

@@ -326,6 +326,11 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 			if n.live != nil { // the write went through
 				c.event(ctx, owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
 			}
+		case apply.Recreating:
+			if n.state != stateFailed { // the delete went through
+				c.event(ctx, owner, corev1.EventTypeNormal, "Recreating", "Deleted %s to create it again: immutable %s changed",
+					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
+			}
 		case apply.Held:
 			var conflict *apply.DriftConflictError
 			if errors.As(n.err, &conflict) && conflict.Started {

@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// storageRM adds one StatefulSet whose volume claim template asks for spec.maxReplicas GiB: a
+// change of it is an immutable-field change the API server refuses on update (issue 14). The
+// StatefulSet is ready once it exists (envtest runs no StatefulSet controller).
+func storageRM(opts ...NodeOption) funcRM {
+	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+		labels := map[string]string{"app": w.Name}
+		b.Add(&appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"},
+			Spec: appsv1.StatefulSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}}},
+				},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+					ObjectMeta: metav1.ObjectMeta{Name: "data"},
+					Spec: corev1.PersistentVolumeClaimSpec{
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceStorage: *resource.NewQuantity(int64(w.Spec.MaxReplicas)<<30, resource.BinarySI),
+						}},
+					},
+				}},
+			},
+		}, append([]NodeOption{ReadyWhen(func(client.Object) (bool, error) { return true, nil })}, opts...)...)
+		return nil
+	}}.owning(&appsv1.StatefulSet{})
+}
+
+// TestImmutableField_StalledOrRecreated changes a StatefulSet's volumeClaimTemplates, which the
+// API server refuses on update. Without Recreate the owner is Stalled, naming the field and the
+// option, and the object is left as it was; with Recreate the object is deleted, the node waits
+// (the owner is not Ready meanwhile), and the next reconcile creates it as desired.
+func TestImmutableField_StalledOrRecreated(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []NodeOption
+		recreate bool
+	}{
+		{name: "default: Stalled"},
+		{name: "Recreate", opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, storageRM(tc.opts...))
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+			f.settle("app")
+			if !meta.IsStatusConditionTrue(f.status("app").Conditions, kdagv1alpha1.ConditionReady) {
+				t.Fatalf("owner not Ready after the first deploy: %+v", f.status("app").Conditions)
+			}
+			before := f.get(&appsv1.StatefulSet{}, "app-db").(*appsv1.StatefulSet)
+
+			f.updateWidget("app", func(w *testapi.Widget) { w.Spec.MaxReplicas = 2 })
+			err := f.reconcile("app")
+			st := f.status("app")
+			if ready := condition(st, kdagv1alpha1.ConditionReady); ready == nil || ready.Status == metav1.ConditionTrue {
+				t.Fatalf("Ready %+v after an immutable change, want False", ready)
+			}
+			if !tc.recreate {
+				if !isTerminalErr(err) {
+					t.Errorf("reconcile error %v, want a terminal error", err)
+				}
+				stalled := condition(st, kdagv1alpha1.ConditionStalled)
+				if stalled == nil || stalled.Status != metav1.ConditionTrue ||
+					!strings.Contains(stalled.Message, "spec") || !strings.Contains(stalled.Message, "immutable") || !strings.Contains(stalled.Message, "Recreate") {
+					t.Errorf("Stalled %+v, want True naming the field, the cause and the Recreate option", stalled)
+				}
+				if after := f.get(&appsv1.StatefulSet{}, "app-db"); after.GetUID() != before.UID || after.GetResourceVersion() != before.ResourceVersion {
+					t.Error("the StatefulSet was written or replaced without Recreate")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if stalled := condition(st, kdagv1alpha1.ConditionStalled); stalled != nil {
+				t.Errorf("Stalled %+v while re-creating, want none", stalled)
+			}
+			if !strings.Contains(condition(st, kdagv1alpha1.ConditionReady).Message, "re-created") {
+				t.Errorf("Ready message %q, want it to say the object is being re-created", condition(st, kdagv1alpha1.ConditionReady).Message)
+			}
+			f.waitEvent("app", corev1.EventTypeNormal, "Recreating")
+			poll.True(t, "the old StatefulSet gone from the cache", waitTimeout, func(context.Context) bool {
+				return apierrors.IsNotFound(f.cached(&appsv1.StatefulSet{}, "app-db"))
+			})
+			f.settle("app")
+			after := f.get(&appsv1.StatefulSet{}, "app-db").(*appsv1.StatefulSet)
+			if after.UID == before.UID {
+				t.Fatal("the StatefulSet was not re-created")
+			}
+			if got := after.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.Value() != 2<<30 {
+				t.Errorf("re-created claim template asks for %s, want 2Gi", got.String())
+			}
+			if !meta.IsStatusConditionTrue(f.status("app").Conditions, kdagv1alpha1.ConditionReady) {
+				t.Errorf("owner not Ready after the re-creation: %+v", f.status("app").Conditions)
+			}
+		})
+	}
+}
+
+// TestBuilder_RecreateOptions: Recreate shows in the plan with its propagation, and is a build
+// error on a node that is never updated (CreateOnly), on a Reference, and with a propagation
+// the API does not know.
+func TestBuilder_RecreateOptions(t *testing.T) {
+	cm := func() *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}} }
+	for _, tc := range []struct {
+		name    string
+		add     func(b *Builder)
+		wantErr string
+		want    string // the plan's node
+	}{
+		{"Orphan", func(b *Builder) { b.Add(cm(), Recreate(metav1.DeletePropagationOrphan)) }, "",
+			"ConfigMap ns/c  (recreate on immutable change (Orphan))"},
+		{"CreateOnly", func(b *Builder) { b.Add(cm(), CreateOnly(), Recreate(metav1.DeletePropagationBackground)) },
+			"Recreate does not apply to a CreateOnly node", ""},
+		{"Reference", func(b *Builder) { b.Reference(cm(), Recreate(metav1.DeletePropagationBackground)) },
+			"a Reference takes no option but RequireKeys", ""},
+		{"unknown propagation", func(b *Builder) { b.Add(cm(), Recreate("Later")) },
+			"the propagation is Orphan, Background or Foreground", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { tc.add(b); return nil }}
+			plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("NewPlan error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Nodes) != 1 || plan.Nodes[0].String() != tc.want {
+				t.Errorf("plan nodes %v, want one: %q", plan.Nodes, tc.want)
+			}
+		})
+	}
+}
