@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +35,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -64,7 +67,7 @@ func scaleRawWorkers() int {
 
 // scaleHelperConfig tells the child what to run and how to reach the API server.
 type scaleHelperConfig struct {
-	Engine    string // "kdag" or "rawssa"
+	Engine    string // "kdag", "rawssa" or "rawssa-watch"
 	Host      string
 	CAData    []byte
 	CertData  []byte
@@ -93,13 +96,17 @@ type scaleCounts struct {
 // process that learns of owners from an informer and, with scaleRawWorkers workers, server-side
 // applies the same 10 ConfigMaps (labels and owner reference included) and a Ready status per
 // owner, with no read, no hash, no event, at the same client QPS setting and in-flight limit.
+// engine=rawssa-watch is the floor for everything kdag asks of the API server, not only its
+// writes: rawssa plus a watch of the children, a hash annotation on each, a status of kdag's
+// shape and kdag's two events per owner (see startRawWriter).
 //
 // Each reports, as the mean of its runs (one per iteration, so -benchtime 1x runs it once):
 // seconds-to-ready, peak-RSS-MiB (VmHWM of the child; the maximum), cpu-s (the child's CPU
 // time), server-cpu-s (envtest's kube-apiserver and etcd over the measured time) and
 // requests/owner (the child's API requests per owner, watches excluded; writes/owner,
 // reads/owner and events/owner break it down). engine=kdag also runs, before each of its own
-// runs, an untimed raw run, and reports x-rawssa: its mean time over theirs. Pairing the runs
+// runs, an untimed run of each floor, and reports x-rawssa and x-rawssa-watch: its mean time
+// over theirs. Pairing the runs
 // keeps a drift of the API server over the benchmark (etcd's history grows until the next
 // compaction) out of the ratio. Targets: x-rawssa ≤ 1.5 and peak-RSS-MiB ≤ 150. It takes minutes, needs /proc, and
 // is skipped with -short.
@@ -112,13 +119,15 @@ func BenchmarkScale(b *testing.B) {
 		b.Skip("needs /proc to read the manager's peak RSS")
 	}
 	shape := fmt.Sprintf("owners=%d/children=%d", scaleOwners, scaleChildren)
-	for _, engine := range []string{"rawssa", "kdag"} {
+	for _, engine := range []string{"rawssa", "rawssa-watch", "kdag"} {
 		b.Run(shape+"/engine="+engine, func(b *testing.B) {
 			var runs []scaleRun
-			var raw []time.Duration // engine=kdag: the untimed raw run before each of its own
+			// engine=kdag: the untimed runs of both floors before each of its own
+			var raw, rawWatch []time.Duration
 			for b.Loop() {
 				if engine == "kdag" {
 					raw = append(raw, runScale(b, "rawssa", scaleOwners, scaleChildren, false).elapsed)
+					rawWatch = append(rawWatch, runScale(b, "rawssa-watch", scaleOwners, scaleChildren, false).elapsed)
 				}
 				runs = append(runs, runScale(b, engine, scaleOwners, scaleChildren, true))
 			}
@@ -129,6 +138,7 @@ func BenchmarkScale(b *testing.B) {
 					times[i] = r.elapsed
 				}
 				b.ReportMetric(float64(meanDuration(times))/float64(meanDuration(raw)), "x-rawssa")
+				b.ReportMetric(float64(meanDuration(times))/float64(meanDuration(rawWatch)), "x-rawssa-watch")
 			}
 		})
 	}
@@ -545,7 +555,9 @@ func runScaleHelper() int {
 	case "kdag":
 		stopped, err = startScaleManager(ctx, rc, cfg)
 	case "rawssa":
-		stopped, err = startRawWriter(ctx, rc, cfg)
+		stopped, err = startRawWriter(ctx, rc, cfg, false)
+	case "rawssa-watch":
+		stopped, err = startRawWriter(ctx, rc, cfg, true)
 	default:
 		err = fmt.Errorf("unknown engine %q", cfg.Engine)
 	}
@@ -631,20 +643,35 @@ func startManager(ctx context.Context, mgr ctrl.Manager) (<-chan error, error) {
 
 // startRawWriter starts the raw writer: an informer on the owners feeding scaleRawWorkers
 // workers, each of which applies an owner's children one at a time and then its Ready status.
+// With watch (engine rawssa-watch) it also asks of the API server everything else a kdag manager
+// does for an owner: a watch of the children (an informer on the ConfigMaps carrying its
+// controller label, as CacheOptions selects them), a desired-hash annotation on each child, a
+// status of kdag's shape (graph summary, lastReconcile) and kdag's two events (Created, Ready).
 // The returned channel yields the first write error (or nil) once ctx ends and the workers
 // stopped.
-func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig) (<-chan error, error) {
+func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig, watch bool) (<-chan error, error) {
 	cl, err := client.New(rc, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(rc, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}})
+	opts := cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}}
+	if watch {
+		opts.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Label: labels.SelectorFromSet(labels.Set{kdagv1alpha1.LabelController: "rawssa"}),
+		}}
+	}
+	c, err := cache.New(rc, opts)
 	if err != nil {
 		return nil, err
 	}
 	inf, err := c.GetInformer(ctx, &testapi.Widget{})
 	if err != nil {
 		return nil, err
+	}
+	if watch {
+		if _, err := c.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+			return nil, err
+		}
 	}
 	queue := make(chan *testapi.Widget, 1<<16)
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
@@ -672,7 +699,7 @@ func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig)
 				case <-ctx.Done():
 					return
 				case w := <-queue:
-					if err := rawWrite(ctx, cl, w, cfg.Children); err != nil && ctx.Err() == nil {
+					if err := rawWrite(ctx, cl, w, cfg.Children, watch); err != nil && ctx.Err() == nil {
 						errOnce.Do(func() { firstErr = err })
 					}
 				}
@@ -688,28 +715,85 @@ func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig)
 	return stopped, nil
 }
 
-// rawWrite server-side applies an owner's children (kdag's labels and owner reference, no hash)
-// and then a Ready status.
-func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children int) error {
+// rawWrite server-side applies an owner's children (kdag's labels and owner reference) and then
+// a Ready status. With full (engine rawssa-watch) each child also carries a desired-hash
+// annotation, the status has kdag's shape and two events are written as kdag's would be.
+func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children int, full bool) error {
+	start := time.Now()
 	owner := []any{map[string]any{
 		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget", "name": w.Name, "uid": string(w.UID),
 		"controller": true, "blockOwnerDeletion": true,
 	}}
+	names := make([]string, 0, children)
 	for i := range children {
 		cm := scaleChildObject(w, i)
+		names = append(names, "ConfigMap "+w.Namespace+"/"+cm.Name)
+		metadata := map[string]any{
+			"namespace": w.Namespace, "name": cm.Name, "ownerReferences": owner,
+			"labels": map[string]any{kdagv1alpha1.LabelManagedBy: "rawssa", kdagv1alpha1.LabelController: "rawssa", kdagv1alpha1.LabelOwnerUID: string(w.UID)},
+		}
+		if full {
+			metadata["annotations"] = map[string]any{kdagv1alpha1.AnnotationDesiredHash: strings.Repeat("0", resources.HashLength)}
+		}
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{
-				"namespace": w.Namespace, "name": cm.Name, "ownerReferences": owner,
-				"labels": map[string]any{kdagv1alpha1.LabelManagedBy: "rawssa", kdagv1alpha1.LabelController: "rawssa", kdagv1alpha1.LabelOwnerUID: string(w.UID)},
-			},
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
 			"data": map[string]any{"index": cm.Data["index"], "payload": cm.Data["payload"]},
 		}}
 		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("rawssa"), client.ForceOwnership); err != nil {
 			return err
 		}
 	}
-	return rawReadyStatus(ctx, cl, w)
+	if !full {
+		return rawReadyStatus(ctx, cl, w)
+	}
+	if err := rawEvent(ctx, cl, w, "Created", "Created "+strings.Join(names, ", ")); err != nil {
+		return err
+	}
+	if err := rawFullStatus(ctx, cl, w, children, time.Since(start)); err != nil {
+		return err
+	}
+	return rawEvent(ctx, cl, w, kdagv1alpha1.ReasonReady, "all nodes are ready")
+}
+
+// rawEvent creates an events.k8s.io/v1 Event about w, as kdag's event recorder would.
+func rawEvent(ctx context.Context, cl client.Client, w *testapi.Widget, reason, note string) error {
+	now := metav1.NowMicro()
+	return cl.Create(ctx, &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: w.Namespace, GenerateName: w.Name + "."},
+		EventTime:           now,
+		ReportingController: "rawssa", ReportingInstance: "rawssa-0",
+		Action: "Reconcile", Reason: reason, Note: note, Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{
+			APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Namespace: w.Namespace, Name: w.Name, UID: w.UID,
+		},
+	})
+}
+
+// rawFullStatus is rawReadyStatus with the rest of a Ready kdag owner's status: the graph
+// summary, the operator version and the last reconcile with its one-node critical path.
+func rawFullStatus(ctx context.Context, cl client.Client, w *testapi.Widget, children int, took time.Duration) error {
+	st := kdagv1alpha1.Status{
+		ObservedGeneration: w.Generation,
+		Conditions: []metav1.Condition{{
+			Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: kdagv1alpha1.ReasonReady,
+			Message: "all nodes are ready", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
+		}},
+		OperatorVersion: "rawssa",
+		Graph:           &kdagv1alpha1.GraphSummary{Total: int32(children), Ready: int32(children)},
+		LastReconcile: &kdagv1alpha1.ReconcileSummary{DurationMillis: took.Milliseconds(), CriticalPath: []kdagv1alpha1.PathNode{{
+			Kind: "ConfigMap", Namespace: w.Namespace, Name: w.Name + "-0", State: kdagv1alpha1.NodeReady, RunMillis: took.Milliseconds(),
+		}}},
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return err
+	}
+	status := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget",
+		"metadata": map[string]any{"namespace": w.Namespace, "name": w.Name},
+		"status":   content,
+	}}
+	return cl.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner("rawssa"), client.ForceOwnership)
 }
 
 // rawReadyStatus is the raw writers' last write for an owner: a server-side apply of its status

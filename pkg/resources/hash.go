@@ -95,12 +95,49 @@ func ContentHash(u *unstructured.Unstructured) (string, error) {
 // CombineHashes returns one hash of several dependencies' content hashes, keyed by an identifier
 // of each dependency (for example "Secret/db-credentials"). The order of the map never matters;
 // nil and empty maps give the same hash.
+//
+// The hash is that of the map's JSON (encoding/json: keys sorted, HTML characters escaped), which
+// annotations on live objects already hold: a change of encoding would roll every workload on an
+// upgrade. Keys and values that need no escaping, the usual case (node IDs and hex hashes), are
+// written directly in that encoding, without encoding/json's reflection (issue 16).
 func CombineHashes(hashes map[string]string) string {
-	if hashes == nil {
-		hashes = map[string]string{}
+	keys := make([]string, 0, len(hashes))
+	n := 2
+	for k, v := range hashes {
+		if !plainJSON(k) || !plainJSON(v) {
+			b, _ := json.Marshal(hashes) // a map of strings always encodes
+			return hashBytes(b)
+		}
+		keys = append(keys, k)
+		n += len(k) + len(v) + 6
 	}
-	b, _ := json.Marshal(hashes) // a map of strings always encodes
+	slices.Sort(keys)
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, k...)
+		b = append(b, `":"`...)
+		b = append(b, hashes[k]...)
+		b = append(b, '"')
+	}
+	b = append(b, '}')
 	return hashBytes(b)
+}
+
+// plainJSON reports whether encoding/json writes s as a string unchanged between quotes:
+// printable ASCII without the quote, the backslash and the HTML characters it escapes (<, >, &).
+func plainJSON(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // secretData returns the Secret's data merged with its stringData, all in base64 form.
