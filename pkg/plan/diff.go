@@ -12,11 +12,12 @@ import (
 )
 
 // Placeholders of Secret values in the live plan's diffs: every value is replaced, as the
-// offline plan's yaml output does (controller.RedactSecretValues); one the write changes is
-// marked so that the diff still shows that it changes.
+// offline plan's yaml output does (controller.RedactSecretValues); one the write changes gets a
+// placeholder per side, so that the diff still shows that it changes (kubectl diff's habit).
 const (
-	redacted        = "<redacted>"
-	redactedChanged = "<redacted: changed>"
+	redacted         = "<redacted>"
+	redactedOldValue = "<redacted; old value>"
+	redactedNewValue = "<redacted; new value>"
 )
 
 // yamlDiff returns the unified diff of before and after as YAML, in the manner of kubectl diff:
@@ -26,16 +27,18 @@ const (
 func yamlDiff(before, after *unstructured.Unstructured) (string, error) {
 	b, a := comparable(before), comparable(after)
 	gvk := before.GroupVersionKind()
-	changed := func(field, key string) string {
-		bv, _, _ := unstructured.NestedFieldNoCopy(before.Object, field, key)
-		av, _, _ := unstructured.NestedFieldNoCopy(after.Object, field, key)
-		if bv != nil && av != nil && !reflect.DeepEqual(bv, av) {
-			return redactedChanged
+	placeholder := func(changed string) func(field, key string) string {
+		return func(field, key string) string {
+			bv, _, _ := unstructured.NestedFieldNoCopy(before.Object, field, key)
+			av, _, _ := unstructured.NestedFieldNoCopy(after.Object, field, key)
+			if bv != nil && av != nil && !reflect.DeepEqual(bv, av) {
+				return changed
+			}
+			return redacted
 		}
-		return redacted
 	}
-	controller.RedactSecretValues(gvk, b, changed)
-	controller.RedactSecretValues(gvk, a, changed)
+	controller.RedactSecretValues(gvk, b, placeholder(redactedOldValue))
+	controller.RedactSecretValues(gvk, a, placeholder(redactedNewValue))
 	by, err := yaml.Marshal(b)
 	if err != nil {
 		return "", errors.WithStack(err)

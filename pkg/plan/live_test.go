@@ -202,7 +202,7 @@ func TestLive(t *testing.T) {
 		{name: "create", planned: base, wantErr: plan.ErrChanges, want: []string{"(not on the cluster)", "Create     ConfigMap live-create/shop-config"}},
 		{name: "unchanged", applied: &base, planned: base, onCluster: true},
 		{name: "update", applied: &base, planned: testapi.WidgetSpec{MaxReplicas: 10, Data: with("greeting", "bonjour", "token", "s3cret-two")},
-			wantErr: plan.ErrChanges, want: []string{"-  greeting: hello", "+  greeting: bonjour", "token: <redacted: changed>"}},
+			wantErr: plan.ErrChanges, want: []string{"-  greeting: hello", "+  greeting: bonjour", "-  token: <redacted; old value>", "+  token: <redacted; new value>"}},
 		{name: "recreate", applied: &base, planned: testapi.WidgetSpec{MaxReplicas: 10, Data: with("image", "busybox:1.37")}, onCluster: true,
 			wantErr: plan.ErrChanges, want: []string{"Recreate   Job live-recreate/shop-migrate", "spec.template is immutable"}},
 		{name: "refused", planned: base, setup: func(t *testing.T, ns string) {
