@@ -316,7 +316,7 @@ func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map
 func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *unstructured.Unstructured) (*Change, error) {
 	ch := &Change{Kind: n.ID.Kind, Namespace: n.ID.Namespace, Name: n.ID.Name, Reason: n.Waiting}
 	if n.Waiting != "" {
-		ch.Reason = "waits for it: " + n.Waiting
+		ch.Reason = "the reconcile waits: " + n.Waiting
 	}
 	policy := apply.Policy{CreateOnly: n.CreateOnly, Adopt: n.Adopt}
 	if live == nil {
