@@ -328,7 +328,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ch.Action = Create
 		desired := n.Desired.DeepCopy()
 		desired.SetResourceVersion("1") // as apply.Engine.CreateIfAbsent: only if absent
-		return ch, r.dryRun(ctx, ch, func() error { return r.apply(ctx, desired) })
+		return ch, r.dryRun(ch, func() error { return r.apply(ctx, desired) })
 	}
 	adopt, err := r.engine.Admits(r.owner, n.Desired, live, policy)
 	var refused *apply.AdoptionError
@@ -341,7 +341,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	}
 	if n.CreateOnly && (adopt || !apply.HasOwnerLabels(r.owner, live)) {
 		// The engine's only write to a create-only object: labels and owner reference merged in.
-		return ch, r.diff(ctx, ch, live, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
+		return ch, r.diff(ch, live, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
 	}
 	if n.CreateOnly {
 		ch.Action = Unchanged
@@ -354,15 +354,15 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ann[tracing.AnnotationTraceParent] = tp
 		desired.SetAnnotations(ann)
 	}
-	return ch, r.diff(ctx, ch, live, func() (*unstructured.Unstructured, error) {
+	return ch, r.diff(ch, live, func() (*unstructured.Unstructured, error) {
 		return desired, r.apply(ctx, desired)
 	})
 }
 
 // diff dry-runs write and sets ch's Action and Diff from live and the result.
-func (r *liveRun) diff(ctx context.Context, ch *Change, live *unstructured.Unstructured, write func() (*unstructured.Unstructured, error)) error {
+func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, write func() (*unstructured.Unstructured, error)) error {
 	var after *unstructured.Unstructured
-	if err := r.dryRun(ctx, ch, func() (err error) { after, err = write(); return err }); err != nil || ch.Action != "" {
+	if err := r.dryRun(ch, func() (err error) { after, err = write(); return err }); err != nil || ch.Action != "" {
 		return err
 	}
 	d, err := yamlDiff(live, after)
@@ -379,7 +379,7 @@ func (r *liveRun) diff(ctx context.Context, ch *Change, live *unstructured.Unstr
 // dryRun runs write and sorts out the API server's refusals: an immutable field makes ch a
 // Recreate, another validation error ch's Error; a namespace that does not exist yet is no
 // error for a create. Other errors are returned.
-func (r *liveRun) dryRun(ctx context.Context, ch *Change, write func() error) error {
+func (r *liveRun) dryRun(ch *Change, write func() error) error {
 	err := write()
 	if err == nil {
 		return nil
