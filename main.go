@@ -4,6 +4,8 @@
 //	kdag [flags]                                   run the manager
 //	kdag --version                                 print the version and exit
 //	kdag plan -f gitea.yaml [-o text|mermaid|dot|yaml]   render the graphs without a cluster
+//	kdag plan --live gitea/demo [-n NS] [-o text|yaml|json]   what applying would change on the cluster
+//	kdag plan --live -f gitea.yaml                       the same for a spec not applied yet
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -75,11 +78,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "plan" {
-		if err := runPlan(os.Args[2:], os.Stdout); err != nil {
+		err := runPlan(os.Args[2:], os.Stdout)
+		if err != nil && !errors.Is(err, plan.ErrChanges) {
 			fmt.Fprintln(os.Stderr, "plan:", err)
-			os.Exit(1)
 		}
-		return
+		os.Exit(plan.ExitCode(err)) // kubectl diff's: 0 no change, 1 changes, 2 error
 	}
 	var opts options
 	opts.bindFlags(flag.CommandLine)

@@ -9,6 +9,7 @@ import (
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -170,3 +171,23 @@ func DeniedByAdmission(msg string) bool {
 	return strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
 		strings.Contains(msg, " denied request: ")
 }
+
+// Admits reports how Apply would treat live, an existing object of desired's name, for owner
+// under policy p, without writing anything (the live plan asks it, issue 14): adopt false and a
+// nil error when live is owner's (Owns); adopt true when it is not but may be taken over (the
+// Adopt policy, or its kdag.dev/adopt annotation names owner); an *AdoptionError, the one Apply
+// would return, when it is not owner's and may not be adopted.
+func (e *Engine) Admits(owner Owner, desired *unstructured.Unstructured, live client.Object, p Policy) (adopt bool, err error) {
+	if e.Owns(owner, live) {
+		return false, nil
+	}
+	if e.mayAdopt(owner, p, live) {
+		return true, nil
+	}
+	return false, e.refusal(owner, desired, live)
+}
+
+// HasOwnerLabels reports whether obj carries kdag's labels for owner (kdag.dev/owner-uid,
+// kdag.dev/controller, app.kubernetes.io/managed-by): an owned create-only object without them
+// gets them back with a merge patch, its only write (issue 14's plan shows it as an update).
+func HasOwnerLabels(owner Owner, obj metav1.Object) bool { return hasOwnerLabels(owner, obj) }

@@ -47,6 +47,23 @@ func (c Component) Name() string { return c.name }
 // NewOwner returns a new, empty owner of the component's type (a *v1alpha1.Valkey).
 func (c Component) NewOwner() client.Object { return c.m.newOwner() }
 
+// OwnedTypes returns the types the component's ResourceManager declares (OwnedTypes): the
+// kinds whose objects carry its owners' labels, which the live plan lists to find what a
+// reconcile would prune (issue 14).
+func (c Component) OwnedTypes() []client.Object { return c.m.ownedTypes() }
+
+// FieldManager returns the server-side apply field manager of the component's Controller:
+// "kdag-" and its name, or what a WithFieldManager among the component's own options (For's)
+// sets. A WithFieldManager given to Setup for every component is not seen here.
+func (c Component) FieldManager() string {
+	var o options
+	for _, opt := range c.opts {
+		opt.applyTo(&o)
+	}
+	o.defaults(c.name)
+	return o.FieldManager
+}
+
 // Plan builds owner's graph, as NewPlan does, for an owner of the component's type; it returns an
 // error when owner is of another type.
 func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {

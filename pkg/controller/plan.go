@@ -248,16 +248,6 @@ func (n PlannedNode) yaml() ([]byte, error) {
 	obj.SetGroupVersionKind(n.GVK)
 	unstructured.RemoveNestedField(obj.Object, "status")
 	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
-	if n.GVK.Group == "" && n.GVK.Kind == "Secret" {
-		for _, field := range []string{"data", "stringData"} {
-			values, ok := obj.Object[field].(map[string]any)
-			if !ok {
-				continue
-			}
-			for k := range values {
-				values[k] = redactedValue
-			}
-		}
-	}
+	RedactSecretValues(n.GVK, obj.Object, func(string, string) string { return redactedValue })
 	return yaml.Marshal(obj.Object)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -51,6 +52,11 @@ type Options struct {
 	// files at any depth; other files and other kinds are skipped), whose structural schemas
 	// default the owners as the API server would. Default nil: owners are planned as written.
 	CRDs fs.FS
+	// RESTConfig reaches the cluster of a live plan (Run with --live, issue 14). Default nil: the
+	// kubeconfig of --kubeconfig and --context, as kubectl loads it.
+	RESTConfig *rest.Config
+	// Parallel bounds the reads and dry runs of a live plan in flight at once. Default 0: 8.
+	Parallel int
 }
 
 // Planner plans owners of the kinds of an operator's components. It holds no state between
