@@ -17,8 +17,8 @@ import (
 // sorted and distinct, or nil when err is not such a refusal. The API server refuses such a
 // change with 422 Invalid and a cause per field: "field is immutable" (a Job's template, a
 // Service's clusterIP, a Deployment's selector, a PersistentVolumeClaim's spec beyond its
-// requests) or, for a StatefulSet, a Forbidden cause on "spec" saying which fields updates may
-// touch (its volumeClaimTemplates, serviceName, selector...). Those are the wordings of
+// requests), "may not change once set", or, for a StatefulSet, a Forbidden cause saying which
+// fields updates may touch (its volumeClaimTemplates, serviceName, selector...). Those are the wordings of
 // k8s.io/apimachinery's ValidateImmutableField and of the StatefulSet validation in
 // k8s.io/kubernetes/pkg/apis/apps/validation; other refusals (a value out of range) return nil.
 func ImmutableFields(err error) []string {
@@ -32,7 +32,7 @@ func ImmutableFields(err error) []string {
 	var fields []string
 	for _, c := range status.Status().Details.Causes {
 		msg := strings.ToLower(c.Message)
-		immutable := strings.Contains(msg, "field is immutable") ||
+		immutable := strings.Contains(msg, "immutable") || strings.Contains(msg, "may not change once set") ||
 			c.Type == metav1.CauseType(field.ErrorTypeForbidden) && strings.Contains(msg, "updates to") && strings.Contains(msg, "are forbidden")
 		if immutable && c.Field != "" && !slices.Contains(fields, c.Field) {
 			fields = append(fields, c.Field)

@@ -328,7 +328,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ch.Action = Create
 		desired := n.Desired.DeepCopy()
 		desired.SetResourceVersion("1") // as apply.Engine.CreateIfAbsent: only if absent
-		return ch, r.dryRun(ch, func() error { return r.apply(ctx, desired) })
+		return ch, r.dryRun(ch, n.Recreate, func() error { return r.apply(ctx, desired) })
 	}
 	adopt, err := r.engine.Admits(r.owner, n.Desired, live, policy)
 	var refused *apply.AdoptionError
@@ -341,7 +341,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	}
 	if n.CreateOnly && (adopt || !apply.HasOwnerLabels(r.owner, live)) {
 		// The engine's only write to a create-only object: labels and owner reference merged in.
-		return ch, r.diff(ch, live, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
+		return ch, r.diff(ch, live, n.Recreate, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
 	}
 	if n.CreateOnly {
 		ch.Action = Unchanged
@@ -354,15 +354,16 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ann[tracing.AnnotationTraceParent] = tp
 		desired.SetAnnotations(ann)
 	}
-	return ch, r.diff(ch, live, func() (*unstructured.Unstructured, error) {
+	return ch, r.diff(ch, live, n.Recreate, func() (*unstructured.Unstructured, error) {
 		return desired, r.apply(ctx, desired)
 	})
 }
 
-// diff dry-runs write and sets ch's Action and Diff from live and the result.
-func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, write func() (*unstructured.Unstructured, error)) error {
+// diff dry-runs write and sets ch's Action and Diff from live and the result; recreate is the
+// node's Recreate propagation ("" without the option).
+func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, recreate metav1.DeletionPropagation, write func() (*unstructured.Unstructured, error)) error {
 	var after *unstructured.Unstructured
-	if err := r.dryRun(ch, func() (err error) { after, err = write(); return err }); err != nil || ch.Action != "" {
+	if err := r.dryRun(ch, recreate, func() (err error) { after, err = write(); return err }); err != nil || ch.Action != "" {
 		return err
 	}
 	d, err := yamlDiff(live, after)
@@ -379,14 +380,24 @@ func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, write func()
 // dryRun runs write and sorts out the API server's refusals: an immutable field makes ch a
 // Recreate, another validation error ch's Error; a namespace that does not exist yet is no
 // error for a create. Other errors are returned.
-func (r *liveRun) dryRun(ch *Change, write func() error) error {
+//
+// recreate is the node's Recreate propagation: with it, the Recreate says kdag deletes the object
+// (with that propagation) and creates it again; without it, that the reconcile stops there, the
+// owner Stalled, until the spec changes back or the author gives the node Recreate (issue 14).
+func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, write func() error) error {
 	err := write()
 	if err == nil {
 		return nil
 	}
-	if field, ok := immutableField(err); ok {
+	if fields := apply.ImmutableFields(err); len(fields) > 0 {
 		ch.Action = Recreate
-		ch.Reason = join(field+" is immutable: kdag cannot update it, the object must be deleted and created again", ch.Reason)
+		what := strings.Join(fields, ", ") + " is immutable: "
+		if recreate != "" {
+			what += "kdag deletes the object (propagation " + string(recreate) + ") and creates it again"
+		} else {
+			what += "the owner goes Stalled, as the node has no Recreate option; change the spec back, or delete the object yourself to have it created again"
+		}
+		ch.Reason = join(what, ch.Reason)
 		return nil
 	}
 	if apply.IsInvalid(err) {
@@ -471,24 +482,6 @@ func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp contro
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].title() < out[j].title() })
 	return out, nil
-}
-
-// immutableField returns the field of an Invalid error's cause that says the field cannot change
-// (the API server's validation words it "field is immutable", "may not change once set", or, for
-// a StatefulSet's spec, "updates to ... are forbidden").
-func immutableField(err error) (string, bool) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonInvalid || status.Status().Details == nil {
-		return "", false
-	}
-	for _, c := range status.Status().Details.Causes {
-		msg := strings.ToLower(c.Message)
-		if c.Field != "" && (strings.Contains(msg, "immutable") || strings.Contains(msg, "may not change once set") ||
-			strings.Contains(msg, "updates to") && strings.Contains(msg, "are forbidden")) {
-			return c.Field, true
-		}
-	}
-	return "", false
 }
 
 // join joins the non-empty parts with "; ".

@@ -38,7 +38,8 @@ var api = controllertest.NewAPIServer(envtest.Options{CRDs: testapi.CRDs()}, tes
 func TestMain(m *testing.M) { api.Main(m) }
 
 // shop is the live plan's test component: a ConfigMap and a Secret from the Widget's data, a Job
-// whose image is data's "image" (a Job's template is immutable), and, switched on by
+// whose image is data's "image" (a Job's template is immutable; data's "recreate", when set, is
+// its Recreate propagation), and, switched on by
 // components, a ConfigMap "extra" and a kept ConfigMap "kept".
 type shop struct{}
 
@@ -49,13 +50,17 @@ func (shop) OwnedTypes() []client.Object {
 func (shop) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"greeting": w.Spec.Data["greeting"]}})
 	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-token"}, StringData: map[string]string{"token": w.Spec.Data["token"]}})
+	var jobOpts []controller.NodeOption
+	if w.Spec.Data["recreate"] != "" {
+		jobOpts = append(jobOpts, controller.Recreate(metav1.DeletionPropagation(w.Spec.Data["recreate"])))
+	}
 	b.Add(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-migrate"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers:    []corev1.Container{{Name: "migrate", Image: w.Spec.Data["image"]}},
 		}}},
-	})
+	}, jobOpts...)
 	for _, c := range w.Spec.Components {
 		switch c {
 		case "extra":
@@ -204,7 +209,10 @@ func TestLive(t *testing.T) {
 		{name: "update", applied: &base, planned: testapi.WidgetSpec{MaxReplicas: 10, Data: with("greeting", "bonjour", "token", "s3cret-two")},
 			wantErr: plan.ErrChanges, want: []string{"-  greeting: hello", "+  greeting: bonjour", "-  token: <redacted; old value>", "+  token: <redacted; new value>"}},
 		{name: "recreate", applied: &base, planned: testapi.WidgetSpec{MaxReplicas: 10, Data: with("image", "busybox:1.37")}, onCluster: true,
-			wantErr: plan.ErrChanges, want: []string{"Recreate   Job live-recreate/shop-migrate", "spec.template is immutable"}},
+			wantErr: plan.ErrChanges, want: []string{"Recreate   Job live-recreate/shop-migrate", "spec.template is immutable", "Stalled"}},
+		{name: "recreate-policy", applied: &testapi.WidgetSpec{MaxReplicas: 10, Data: with("recreate", "Background")},
+			planned: testapi.WidgetSpec{MaxReplicas: 10, Data: with("recreate", "Background", "image", "busybox:1.37")}, onCluster: true,
+			wantErr: plan.ErrChanges, want: []string{"Recreate   Job live-recreate-policy/shop-migrate", "kdag deletes the object (propagation Background)"}},
 		{name: "refused", planned: base, setup: func(t *testing.T, ns string) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-config"}, Data: map[string]string{"greeting": "mine"}}
 			if err := env.Client.Create(t.Context(), cm, client.FieldOwner("someone")); err != nil {
