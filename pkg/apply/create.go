@@ -16,7 +16,8 @@ import (
 // labels, so a miss does not tell a new object from one kdag did not create (or one the cache
 // has not seen yet). create applies the object on the condition that it does not exist
 // (CreateIfAbsent): one round trip for a new object, and a foreign object created between the
-// cache miss and the write is never overwritten. Only if something of that name exists does it
+// cache miss and the write is never overwritten. The create sends the whole desired object, the
+// fields of Policy.Ignore included; every other write leaves them out. Only if something of that name exists does it
 // read the object to decide: refuse it, adopt it, or apply to its own. Every create is that
 // conditional apply: when the object it collided with is gone by the time it is read, create
 // tries the conditional apply again rather than writing unconditionally.
@@ -48,7 +49,7 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 		if !e.mayAdopt(owner, p, existing) {
 			return Change{Action: Refused}, e.refusal(owner, desired, existing)
 		}
-		obj, err := e.adopt(ctx, desired, p)
+		obj, err := e.adopt(ctx, withoutFields(desired, p.Ignore), p)
 		return Change{Action: Adopted, Object: obj}, err
 	}
 	// Ours, but not in the cache: the watch is behind, the response to our write was lost, or
@@ -66,6 +67,16 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 			return Change{}, errors.Wrapf(err, "%s: read", name)
 		}
 		return Change{Action: Skipped, Object: live}, nil
+	}
+	if p.Drift == DriftReport || len(p.Ignore) > 0 {
+		// The live object decides: whether it drifted (reported, not reverted), which ignored
+		// fields kdag's field manager still holds (handed over before they are left out).
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(gvk)
+		if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+			return Change{}, errors.Wrapf(err, "%s: read", name)
+		}
+		return e.update(ctx, owner, desired, live, p)
 	}
 	if err := e.apply(ctx, desired); err != nil {
 		return Change{Action: Applied}, err

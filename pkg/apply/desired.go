@@ -19,6 +19,11 @@ type DesiredOptions struct {
 	// Keep is the deletion policy keep: the object gets kdag.dev/resource-policy: keep and no
 	// owner reference, so that the garbage collector never deletes it.
 	Keep bool
+	// Release: the live object is kept by its own annotation (Kept, set by a user on an object
+	// kdag created, issue 14): the object gets no owner reference, so that applying it removes
+	// the one kdag set before and the garbage collector never deletes it. Unlike Keep, kdag does
+	// not write the annotation: it stays the user's to remove.
+	Release bool
 	// DependenciesHash, when not empty, is written as kdag.dev/dependencies-hash on the object
 	// and on its pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob), so
 	// that a change of what the object depends on rolls its pods.
@@ -28,7 +33,8 @@ type DesiredOptions struct {
 // Desired returns obj as Apply wants it for owner: a copy, prepared for server-side apply
 // (resources.Desired: apiVersion and kind from gvk, no status, no server-set metadata), with
 // kdag's labels (kdagv1alpha1.LabelManagedBy, LabelController, LabelOwnerUID), a controller owner
-// reference to owner where one can be held (ExpectsOwnerReference), o's annotations, and last
+// reference to owner where one can be held (ExpectsOwnerReference) and o does not Release it,
+// o's annotations, and last
 // kdag.dev/desired-hash over all of that. scheme must know owner's type. It returns an error,
 // naming the object, when obj cannot be converted or the owner reference cannot be set (owner
 // not in scheme). obj is not changed.
@@ -54,7 +60,7 @@ func Desired(owner Owner, obj client.Object, gvk schema.GroupVersionKind, scheme
 		ann[kdagv1alpha1.AnnotationResourcePolicy] = kdagv1alpha1.ResourcePolicyKeep
 		obj.SetAnnotations(ann)
 	}
-	if ExpectsOwnerReference(owner.Object, obj) {
+	if ExpectsOwnerReference(owner.Object, obj) && !o.Release {
 		obj.SetOwnerReferences(nil)
 		if err := controllerutil.SetControllerReference(owner.Object, obj, scheme); err != nil {
 			return nil, errors.Wrapf(err, "%s: set owner reference", name)

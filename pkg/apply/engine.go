@@ -46,7 +46,37 @@ const (
 	// Recreating: an immutable field refused the update and the Recreate policy deleted the
 	// object, to be created again once it is gone (Change.Object is nil).
 	Recreating Action = "recreating"
+	// Reported: another writer changed fields kdag set, and the drift policy is DriftReport: the
+	// object was left as it is, its drifted fields are in Change.Drifted (issue 14).
+	Reported Action = "reported"
 )
+
+// DriftPolicy is what Apply does with fields kdag set that another writer changed, when the
+// desired object is unchanged (issue 14). A change of the desired object (its desired hash) is
+// applied under either policy.
+type DriftPolicy string
+
+// Drift policies; the zero value is DriftRepair.
+const (
+	// DriftRepair reverts the other writer's changes with a forced apply (subject to the drift
+	// budget, Options.DriftRepairLimit): kdag's behaviour before issue 14 and the default.
+	DriftRepair DriftPolicy = kdagv1alpha1.DriftRepair
+	// DriftReport leaves the object as the other writer set it and returns a Change with action
+	// Reported naming the drifted fields; nothing is written. A change of the desired object is
+	// still applied, as a whole: that apply reverts the drift present at that moment too, and
+	// Change.Drifted names those fields as repaired.
+	DriftReport DriftPolicy = kdagv1alpha1.DriftReport
+)
+
+// ParseDriftPolicy returns the DriftPolicy named s ("repair" or "report", the values of the
+// kdag.dev/drift annotation), or an error naming the accepted values.
+func ParseDriftPolicy(s string) (DriftPolicy, error) {
+	switch p := DriftPolicy(s); p {
+	case DriftRepair, DriftReport:
+		return p, nil
+	}
+	return "", errors.Errorf("unknown drift policy %q: use %q or %q", s, DriftRepair, DriftReport)
+}
 
 // Options configure an Engine. Every field states its default.
 type Options struct {
@@ -95,6 +125,8 @@ type Engine struct {
 	drift   *driftBudget
 	// verified: types.UID -> verifiedAt
 	verified sync.Map
+	// reported: types.UID -> reportedAt, the drift last reported of an object (DriftReport)
+	reported sync.Map
 }
 
 // New returns an Engine that writes with c, reads existing objects it collides with through
@@ -143,6 +175,14 @@ type Policy struct {
 	// immutable field refuses is deleted, to be created again as desired once it is gone
 	// (Change.Action Recreating). Nil: such an update fails with an *ImmutableFieldError.
 	Recreate *metav1.DeletionPropagation
+	// Drift: what to do with other writers' changes to fields kdag set. Default DriftRepair.
+	Drift DriftPolicy
+	// Ignore are fields sent when the object is created and left out of every later apply
+	// (issue 14: a Deployment's spec.replicas that an autoscaler owns): kdag's field manager
+	// releases them, they are never drift, and a write never resets them. So that leaving them
+	// out does not delete them, Apply first hands the ones kdag's Apply entry still holds to the
+	// field manager ReleasedFieldManager, with their live values.
+	Ignore []FieldPath
 }
 
 // Change is what Apply did.
@@ -154,8 +194,12 @@ type Change struct {
 	// (not copied: read it, never change it). Nil when the object was refused or held, or the
 	// write failed.
 	Object client.Object
-	// Drifted are the fields another writer had changed that this write repaired, sorted.
+	// Drifted are the fields another writer had changed, sorted: repaired by this write, or,
+	// with action Reported, left as they are. Paths only, never values.
 	Drifted []string
+	// Repeat, with action Reported: the engine reported the same fields of this object before
+	// (a reconcile that found nothing new), so that callers count and announce a drift once.
+	Repeat bool
 }
 
 // Apply brings desired to the cluster. desired is prepared for server-side apply (see
@@ -177,6 +221,7 @@ func (e *Engine) Apply(ctx context.Context, owner Owner, desired *unstructured.U
 // Forget drops what the engine remembers about the object uid (it was deleted).
 func (e *Engine) Forget(uid types.UID) {
 	e.verified.Delete(uid)
+	e.reported.Delete(uid)
 	e.drift.forget(uid)
 }
 

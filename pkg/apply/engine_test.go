@@ -305,3 +305,56 @@ func TestEngine_OrphanAndDelete(t *testing.T) {
 		t.Errorf("delete of an object already gone = %v, want nil", err)
 	}
 }
+
+// TestEngine_DriftReport (issue 14): with Policy.Drift DriftReport another writer's change is
+// returned as Reported with its fields and never written; the same drift again is a Repeat, a
+// new field is not; a change of the desired state is still applied (and repairs the drift).
+func TestEngine_DriftReport(t *testing.T) {
+	f := newEngine(t)
+	edit := func(key, value string) func() {
+		return func() {
+			cm := f.live(configMap(nil)).(*corev1.ConfigMap)
+			cm.Data[key] = value
+			if err := env.Client.Update(t.Context(), cm, client.FieldOwner("kubectl-edit")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	report := apply.Policy{Drift: apply.DriftReport}
+	for _, s := range []struct {
+		name        string
+		before      func()
+		data        map[string]string
+		want        apply.Action
+		wantWrites  int64
+		wantDrifted []string
+		wantRepeat  bool
+		wantLive    string // live data["k"] afterwards
+	}{
+		{name: "absent: created", data: map[string]string{"k": "v", "j": "v"}, want: apply.Created, wantWrites: 1, wantLive: "v"},
+		{name: "changed by another writer: reported", before: edit("k", "edited"), data: map[string]string{"k": "v", "j": "v"},
+			want: apply.Reported, wantDrifted: []string{".data.k"}, wantLive: "edited"},
+		{name: "same drift again: a repeat", data: map[string]string{"k": "v", "j": "v"},
+			want: apply.Reported, wantDrifted: []string{".data.k"}, wantRepeat: true, wantLive: "edited"},
+		{name: "another field drifts: not a repeat", before: edit("j", "edited"), data: map[string]string{"k": "v", "j": "v"},
+			want: apply.Reported, wantDrifted: []string{".data.j", ".data.k"}, wantLive: "edited"},
+		{name: "desired state changed: applied", data: map[string]string{"k": "v2", "j": "v"}, want: apply.Applied, wantWrites: 1,
+			wantDrifted: []string{".data.j", ".data.k"}, wantLive: "v2"},
+		{name: "unchanged: skipped", data: map[string]string{"k": "v2", "j": "v"}, want: apply.Skipped, wantLive: "v2"},
+	} {
+		if s.before != nil {
+			s.before()
+		}
+		ch, writes, err := f.apply(configMap(s.data), report)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if ch.Action != s.want || writes != s.wantWrites || !slices.Equal(ch.Drifted, s.wantDrifted) || ch.Repeat != s.wantRepeat {
+			t.Errorf("%s: %s with %d writes, drifted %v, repeat %v; want %s with %d, drifted %v, repeat %v",
+				s.name, ch.Action, writes, ch.Drifted, ch.Repeat, s.want, s.wantWrites, s.wantDrifted, s.wantRepeat)
+		}
+		if got := f.live(configMap(nil)).(*corev1.ConfigMap).Data["k"]; got != s.wantLive {
+			t.Errorf("%s: live k = %q, want %q", s.name, got, s.wantLive)
+		}
+	}
+}

@@ -38,9 +38,25 @@ func ExpectsOwnerReference(owner client.Object, obj metav1.Object) bool {
 	return !Kept(obj) && (owner.GetNamespace() == "" || obj.GetNamespace() == owner.GetNamespace())
 }
 
-// Kept reports whether obj's deletion policy is keep (kdag.dev/resource-policy: keep).
+// Kept reports whether obj's deletion policy is keep: it is annotated kdag.dev/resource-policy:
+// keep (set by kdag on Keep nodes, or by a user) or kdag.dev/keep: "true" (the users' short
+// alias, issue 14). Evaluated on the live object, it is what makes kdag drop the owner reference
+// of an object a user annotated, and orphan rather than delete it on prune and teardown.
 func Kept(obj metav1.Object) bool {
-	return obj.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] == kdagv1alpha1.ResourcePolicyKeep
+	return KeptBy(obj) != ""
+}
+
+// KeptBy returns the annotation that keeps obj, as "key: value" for events and logs
+// ("kdag.dev/resource-policy: keep" or "kdag.dev/keep: true"), or "" when obj is not kept.
+func KeptBy(obj metav1.Object) string {
+	ann := obj.GetAnnotations()
+	switch {
+	case ann[kdagv1alpha1.AnnotationResourcePolicy] == kdagv1alpha1.ResourcePolicyKeep:
+		return kdagv1alpha1.AnnotationResourcePolicy + ": " + kdagv1alpha1.ResourcePolicyKeep
+	case ann[kdagv1alpha1.AnnotationKeep] == "true":
+		return kdagv1alpha1.AnnotationKeep + ": true"
+	}
+	return ""
 }
 
 // hasManagerEntry reports whether obj's managed fields hold an entry of fieldManager on the main

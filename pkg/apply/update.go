@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,14 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	if p.CreateOnly || e.isVerified(live, hash) {
 		return Change{Action: Skipped, Object: live}, nil
 	}
+	if p.Drift == DriftReport {
+		if fields, ok := e.reportedAt(live, hash); ok {
+			// Reported at this resourceVersion already: nothing changed since.
+			return Change{Action: Reported, Object: live, Drifted: fields, Repeat: true}, nil
+		}
+	}
+	// Ignored fields are neither compared nor applied: they are others' after the create.
+	desired = withoutFields(desired, p.Ignore)
 	// live is typed as the cache holds it: the drift checks convert it only when a managed-fields
 	// entry says a field may differ, so an object only kdag wrote is verified without a conversion.
 	name := describe(desired, gvk)
@@ -56,15 +65,23 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		drifted = missing
 	}
 	if len(drifted) == 0 && unchanged {
+		e.reported.Delete(live.GetUID())
 		e.verified.Store(live.GetUID(), verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash})
 		return Change{Action: Skipped, Object: live}, nil
 	}
-	if len(drifted) > 0 {
+	if len(drifted) > 0 && unchanged && p.Drift == DriftReport {
+		repeat := e.report(live, hash, drifted)
+		return Change{Action: Reported, Object: live, Drifted: drifted, Repeat: repeat}, nil
+	}
+	if len(drifted) > 0 && p.Drift != DriftReport {
 		if d := e.drift.decide(live.GetUID()); !d.repair {
 			conflict := newDriftConflict(name, e.opts.FieldManager, fields, drifted)
 			conflict.RetryAfter, conflict.Started = d.hold, d.started
 			return Change{Action: Held}, conflict
 		}
+	}
+	if err := e.releaseFields(ctx, live, desired, p.Ignore); err != nil {
+		return Change{Action: Applied}, err
 	}
 	if err := e.apply(ctx, desired); err != nil {
 		// Not a repair: only a write the API server accepted repairs anything.
@@ -80,7 +97,35 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		}
 		return Change{Action: Recreating, Drifted: fields}, nil
 	}
+	e.reported.Delete(live.GetUID())
 	return Change{Action: Applied, Object: desired, Drifted: drifted}, nil
+}
+
+// reportedAt is the drift the engine last reported of an object (DriftReport).
+type reportedAt struct {
+	resourceVersion, desiredHash string
+	fields                       []string
+}
+
+// reportedAt returns the fields reported of live at its resourceVersion for the desired hash
+// hash, if the engine reported drift of it there.
+func (e *Engine) reportedAt(live client.Object, hash string) ([]string, bool) {
+	v, ok := e.reported.Load(live.GetUID())
+	if !ok {
+		return nil, false
+	}
+	r := v.(reportedAt)
+	if r.resourceVersion != live.GetResourceVersion() || r.desiredHash != hash {
+		return nil, false
+	}
+	return r.fields, true
+}
+
+// report records that fields of live drifted and were reported, and returns whether the same
+// fields were reported of it before (at an earlier resourceVersion).
+func (e *Engine) report(live client.Object, hash string, fields []string) (repeat bool) {
+	prev, ok := e.reported.Swap(live.GetUID(), reportedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash, fields: fields})
+	return ok && slices.Equal(prev.(reportedAt).fields, fields)
 }
 
 // verifiedAt is the state in which the engine last found an object as it wants it.

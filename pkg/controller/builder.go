@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +47,7 @@ func (n Node) ID() NodeID { return n.id }
 
 // NodeOption configures a node in Builder.Add or Builder.Reference: DependsOn, After,
 // CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen,
-// NoInferredDependencies.
+// NoInferredDependencies, OnDrift, IgnoreFields.
 type NodeOption interface {
 	applyToNode(*nodeSpec)
 }
@@ -121,7 +123,10 @@ func RequireKeys(keys ...string) NodeOption {
 // owner, or before it, under foreground deletion): kdag's labels and field manager track it, and
 // the owner holds kdag's finalizer so that kdag can orphan it. The object carries
 // kdagv1alpha1.AnnotationResourcePolicy, which is what prune and teardown read; a user may set that
-// annotation on any object kdag applies to the same effect.
+// annotation (or its alias kdag.dev/keep: "true") on any object kdag applies to the same effect
+// (issue 14): on the next reconcile kdag drops the object's owner reference (after putting the
+// owner's finalizer in place), and orphans the object instead of deleting it on prune and
+// teardown, with a Normal event Orphaned naming the object and the annotation.
 func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true }) }
 
 // Recreate lets kdag delete and re-create the node's object when the API server refuses an update
@@ -135,6 +140,44 @@ func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true
 // A CreateOnly node is never updated, so Recreate does not apply to it (a build error).
 func Recreate(propagation metav1.DeletionPropagation) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.recreate = &propagation })
+}
+
+// The drift policies of OnDrift (issue 14).
+const (
+	// DriftRepair reverts other writers' changes to fields kdag set on the node's object (the
+	// default).
+	DriftRepair = apply.DriftRepair
+	// DriftReport leaves such changes and reports them: the owner's Drifted condition, a Warning
+	// event, the kdag_drift_reports_total metric.
+	DriftReport = apply.DriftReport
+)
+
+// OnDrift sets the node's drift policy (issue 14): what kdag does when another writer changes
+// fields kdag set on the node's object while the desired object is unchanged. DriftRepair (the
+// default) reverts them; DriftReport detects them exactly as DriftRepair does but writes
+// nothing: the owner gets the condition Drifted=True listing the object and the drifted field
+// paths (never values), a Warning event DriftReported when that list changes, and
+// kdag_drift_reports_total counts it. The object's readiness is still judged on the live object
+// (kstatus, or ReadyWhen), so a drifted object counts as Ready when it is ready as it is. Report
+// concerns existing objects only: a missing object is created, and a change of the desired
+// object (the author's) is applied, as a whole, which also reverts the drift present then.
+//
+// The owner's annotation kdag.dev/drift ("repair" or "report"), when set, wins over OnDrift on
+// every node of that owner.
+func OnDrift(p apply.DriftPolicy) NodeOption {
+	return nodeOptionFunc(func(s *nodeSpec) { s.drift = p })
+}
+
+// IgnoreFields names fields of the node's object that kdag sets when it creates the object and
+// then leaves to others (issue 14): a Deployment's "spec.replicas" once an autoscaler owns it.
+// The fields are sent on the create, left out of every later apply (kdag's field manager releases
+// them: it first hands the ones it holds to the field manager "<field manager>-released" with
+// their live values, so that leaving them out does not reset them), and never count as drift:
+// another writer's change of them is neither reverted nor reported. Paths are written as kdag
+// names drifted fields, with or without the leading dot: "spec.replicas",
+// `metadata.annotations["example.com/x"]`; a list element cannot be named (a build error).
+func IgnoreFields(paths ...string) NodeOption {
+	return nodeOptionFunc(func(s *nodeSpec) { s.ignorePaths = append(s.ignorePaths, paths...) })
 }
 
 // ReadyWhen replaces the kstatus readiness rule for the node.
@@ -165,6 +208,11 @@ type nodeSpec struct {
 	readyWhen   ReadyFunc
 	// recreate: the deletion propagation of Recreate, nil without it.
 	recreate *metav1.DeletionPropagation
+	// drift: OnDrift, "" for the default (repair); the owner's kdag.dev/drift wins.
+	drift apply.DriftPolicy
+	// ignorePaths: IgnoreFields as given; ignore: parsed by the Builder.
+	ignorePaths []string
+	ignore      []apply.FieldPath
 }
 
 // Builder records the nodes of one owner's graph during AddResources. It is not safe for
@@ -280,6 +328,18 @@ func (s *nodeSpec) orderOnly(b Node) bool {
 // RequireKeys only, and only for a Secret or a ConfigMap; RequireKeys applies to nothing else.
 func checkOptions(verb string, s *nodeSpec) error {
 	if !s.reference {
+		if s.drift != "" {
+			if _, err := apply.ParseDriftPolicy(string(s.drift)); err != nil {
+				return errors.Wrapf(err, "%s %s: OnDrift", verb, s.id)
+			}
+		}
+		for _, p := range s.ignorePaths {
+			fp, err := apply.ParseFieldPath(p)
+			if err != nil {
+				return errors.Wrapf(err, "%s %s: IgnoreFields", verb, s.id)
+			}
+			s.ignore = append(s.ignore, fp)
+		}
 		if len(s.requireKeys) > 0 {
 			return errors.Errorf("%s %s: RequireKeys applies to a Reference only", verb, s.id)
 		}
@@ -297,7 +357,8 @@ func checkOptions(verb string, s *nodeSpec) error {
 		}
 		return nil
 	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer || s.recreate != nil {
+	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer ||
+		s.drift != "" || len(s.ignorePaths) > 0 || s.recreate != nil {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {

@@ -392,6 +392,14 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 	runStart := time.Now()
 	r.nodes = c.runGraph(ctx, owner, specs)
 	r.summarize()
+	if r.wantsFinalizer() && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
+		// A user keeps an object (issue 14): the finalizer first, then, on the next reconcile,
+		// the object loses its owner reference, so that kdag orphans it when the owner goes.
+		if err := c.addFinalizer(ctx, owner); err != nil {
+			return nil, err
+		}
+		r.requeueAt(keptRequeue)
+	}
 	// Prune only once every node is Ready: an object leaving the graph stays until what replaces
 	// it is in place (a renamed ConfigMap's old copy is still mounted by the running pods while
 	// the Deployment that will mount the new one waits behind a migration).
@@ -402,6 +410,11 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 	return r, nil
 }
 
+// keptRequeue is how soon an owner is reconciled again once kdag added its finalizer for an
+// object a user keeps: that reconcile drops the object's owner reference. No watch event would
+// start it (the finalizer changes neither the owner's generation nor its labels or annotations).
+const keptRequeue = 100 * time.Millisecond
+
 // prepareGraph validates the owner and builds its graph (buildGraph), under the "build graph" span. It
 // returns nil nodes (and records the error in r) when the graph cannot be built.
 func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[NodeID]int) {
@@ -410,6 +423,10 @@ func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *o
 		span.SetAttributes(attrNodes.Int(len(specs)))
 		tracing.EndSpan(span, firstErr(r.terminal, r.transient))
 	}()
+	if err := validDriftAnnotation(owner); err != nil {
+		r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalidDriftPolicy
+		return nil, nil
+	}
 	if _, err := c.rm.validate(ctx, owner); err != nil {
 		if isTerminal(err) {
 			r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalid

@@ -15,7 +15,9 @@
 //     of them removed (its field set from the API server's schema; checked once per object
 //     version, so after a restart too): skip.
 //  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted, at most
-//     Options.DriftRepairLimit times per DriftRepairWindow and object, then with backoff.
+//     Options.DriftRepairLimit times per DriftRepairWindow and object, then with backoff, or,
+//     with the drift policy report (OnDrift, the owner's kdag.dev/drift), left and reported in
+//     the owner's Drifted condition; IgnoreFields' fields are sent on create only (issue 14).
 //  8. Readiness is kstatus, and for a custom resource a status for the applied generation (or
 //     the node's ReadyWhen, or its kind's WithReadyWhen); a node not ready holds its dependents,
 //     not an error.

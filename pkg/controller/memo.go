@@ -38,6 +38,7 @@ import (
 type rendered struct {
 	fingerprint [sha256.Size]byte // of the author's object
 	keep        bool
+	release     bool // rendered without owner reference: the live object is kept by a user
 	depHash     string
 	desiredHash string
 	contentHash string // "" for create-only nodes: their content is the live object's
@@ -56,8 +57,9 @@ func (r *renders) of(owner types.UID) *sync.Map {
 func (r *renders) forgetOwner(owner types.UID) { r.owners.Delete(owner) }
 
 // render returns what s renders to for owner, and the desired object when it had to build it
-// (nil when the memory answered).
-func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResult) (*rendered, *unstructured.Unstructured, error) {
+// (nil when the memory answered). release renders it without owner reference (its live object
+// is kept by a user's annotation).
+func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResult, release bool) (*rendered, *unstructured.Unstructured, error) {
 	depHash := dependenciesHash(s, results)
 	fp, err := c.fingerprint(s.obj)
 	if err != nil {
@@ -65,16 +67,16 @@ func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResu
 	}
 	memo := c.renders.of(owner.GetUID())
 	if v, ok := memo.Load(s.id); ok {
-		if r := v.(*rendered); r.keep == s.keep && r.depHash == depHash && r.fingerprint == fp {
+		if r := v.(*rendered); r.keep == s.keep && r.release == release && r.depHash == depHash && r.fingerprint == fp {
 			return r, nil, nil
 		}
 	}
-	desired, err := c.desiredObject(owner, s, depHash)
+	desired, err := c.desiredObject(owner, s, depHash, release)
 	if err != nil {
 		return nil, nil, err
 	}
 	r := &rendered{
-		fingerprint: fp, keep: s.keep, depHash: depHash,
+		fingerprint: fp, keep: s.keep, release: release, depHash: depHash,
 		desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash],
 	}
 	// What dependents consume of a node kdag renders is the desired object as rendered, hashed
@@ -115,9 +117,10 @@ type jsonHasher struct {
 
 // desiredObject returns the node's object as it will be applied (apply.Desired): the author's
 // object with kdag's labels, the Keep annotation, the owner reference, the dependencies' hash
-// and the desired hash.
-func (c *Controller) desiredObject(owner client.Object, s *nodeSpec, depHash string) (*unstructured.Unstructured, error) {
-	return apply.Desired(c.applyOwner(owner), s.obj, s.gvk, c.scheme, apply.DesiredOptions{Keep: s.keep, DependenciesHash: depHash})
+// and the desired hash; without owner reference when release (a user keeps the live object).
+func (c *Controller) desiredObject(owner client.Object, s *nodeSpec, depHash string, release bool) (*unstructured.Unstructured, error) {
+	return apply.Desired(c.applyOwner(owner), s.obj, s.gvk, c.scheme,
+		apply.DesiredOptions{Keep: s.keep, Release: release, DependenciesHash: depHash})
 }
 
 // observed is what a live object's content said at one resourceVersion.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
@@ -29,12 +30,6 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	if c.namespaceTerminating(s.id.Namespace) {
 		return errNamespaceTerminating(s.id)
 	}
-	r, desired, err := c.render(owner, s, results)
-	if err != nil {
-		return err
-	}
-	res.contentHash = r.contentHash
-
 	live, err := c.newObject(s)
 	if err != nil {
 		return err
@@ -48,6 +43,17 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	case err != nil:
 		return errors.Wrapf(err, "%s: read from cache", s.id)
 	}
+	// A user's keep annotation on the live object (issue 14) releases it from the owner
+	// reference, once the owner's finalizer is there to orphan it when the owner goes.
+	release := live != nil && !s.keep && apply.Kept(live)
+	if release && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
+		res.wantsFinalizer, release = true, false
+	}
+	r, desired, err := c.render(owner, s, results, release)
+	if err != nil {
+		return err
+	}
+	res.contentHash = r.contentHash
 
 	if live == nil && s.finished {
 		// Its work is done and its object gone: nothing to create, nothing to wait for.
@@ -64,23 +70,26 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 		// update what is about to go. Its deletion event brings the owner back to create it.
 		return &waitingError{msg: s.id.String() + " is being deleted; created again once it is gone", detail: "it is being deleted; created again once it is gone"}
 	}
-	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt, Recreate: s.recreate}
+	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt, Drift: c.driftPolicy(owner, s), Ignore: s.ignore, Recreate: s.recreate}
 	var change apply.Change
 	if live != nil && desired == nil && c.engine.Unchanged(c.applyOwner(owner), live, r.desiredHash, policy) {
 		// Rendered as before, and the object as the engine last found it: nothing to build.
 		change = apply.Change{Action: apply.Skipped, Object: live}
 	} else {
 		if desired == nil {
-			if desired, err = c.desiredObject(owner, s, r.depHash); err != nil {
+			if desired, err = c.desiredObject(owner, s, r.depHash, release); err != nil {
 				return err
 			}
 		}
 		change, err = c.engine.Apply(ctx, c.applyOwner(owner), desired, live, policy)
 	}
-	res.action, res.drifted = change.Action, change.Drifted
+	res.action, res.drifted, res.driftRepeat = change.Action, change.Drifted, change.Repeat
 	if err == nil && change.Action == apply.Recreating {
 		return &waitingError{msg: s.id.String() + " is being re-created: immutable " + strings.Join(change.Drifted, ", ") + " changed",
 			detail: "it is being re-created: immutable " + strings.Join(change.Drifted, ", ") + " changed"}
+	}
+	if change.Action == apply.Reported && !change.Repeat {
+		logFrom(ctx).Info("drift reported, not repaired", "node", s.id.String(), "fields", strings.Join(change.Drifted, ", "))
 	}
 	if err != nil {
 		if isNamespaceTerminating(err) {
@@ -109,6 +118,32 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 		tracing.EndSpan(span, err)
 	}
 	return err
+}
+
+// driftPolicy is the drift policy of s under owner (issue 14): the owner's kdag.dev/drift
+// annotation when set (checked by validDriftAnnotation before the graph runs), else the node's
+// OnDrift, else DriftRepair.
+func (c *Controller) driftPolicy(owner client.Object, s *nodeSpec) apply.DriftPolicy {
+	if v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]; ok {
+		if p, err := apply.ParseDriftPolicy(v); err == nil {
+			return p
+		}
+	}
+	if s.drift != "" {
+		return s.drift
+	}
+	return apply.DriftRepair
+}
+
+// validDriftAnnotation returns a terminal error when owner's kdag.dev/drift annotation is set to
+// an unknown value: only the owner's change can help.
+func validDriftAnnotation(owner client.Object) error {
+	v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]
+	if !ok {
+		return nil
+	}
+	_, err := apply.ParseDriftPolicy(v)
+	return errors.Wrapf(err, "annotation %s", kdagv1alpha1.AnnotationDrift)
 }
 
 // applyOwner is owner as the apply engine knows it.

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -94,7 +95,7 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 }
 
 // observeRun records the graph's metrics: run duration, per-node duration by action, nodes by
-// action and outcome, drift repairs, panics, and the nodes waiting for readiness.
+// action and outcome, drift repairs and reports, panics, and the nodes waiting for readiness.
 func (c *Controller) observeRun(owner client.Object, r *outcome, d time.Duration) {
 	c.metrics.ObserveGraphRun(c.name, d)
 	for i := range r.nodes {
@@ -103,7 +104,10 @@ func (c *Controller) observeRun(owner client.Object, r *outcome, d time.Duration
 			continue
 		}
 		c.metrics.ObserveNode(c.name, n.spec.id.Kind, string(n.action), string(n.state.api()), n.duration)
-		if len(n.drifted) > 0 {
+		switch {
+		case n.action == apply.Reported && !n.driftRepeat:
+			c.metrics.DriftReported(c.name, n.spec.id.Kind)
+		case n.action != apply.Reported && len(n.drifted) > 0:
 			c.metrics.DriftRepaired(c.name, n.spec.id.Kind)
 		}
 		if n.err != nil && errorsIsPanic(n.err) {

@@ -20,13 +20,15 @@ import (
 type pruneResult struct {
 	pruned   []NodeID
 	orphaned []NodeID // kept objects, released instead of deleted
+	keptBy   []string // for each of orphaned, the annotation that kept it (apply.KeptBy)
 	err      error
 }
 
 // prune deletes the objects of the owned types that carry this owner's UID label but are not in
 // the graph any more (a component switched off). It reads from the cache, matches on the owner's
 // UID (never on names) and deletes with a UID precondition, so it cannot touch an object that
-// kdag did not apply for this owner.
+// kdag did not apply for this owner. A kept object (apply.Kept on the live object: Keep, or a
+// user's annotation, issue 14) is orphaned instead.
 func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) (r pruneResult) {
 	ctx, span := startSpan(ctx, spanPrune)
 	defer func() {
@@ -49,13 +51,13 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 			continue // in the graph, going, or not owner's (a copy that kept the labels)
 		}
 		obj := l.own()
-		if apply.Kept(obj) {
+		if by := apply.KeptBy(obj); by != "" {
 			if err := c.engine.Orphan(ctx, c.applyOwner(owner), obj); err != nil {
 				failed = append(failed, errors.Wrapf(err, "orphan kept %s", id).Error())
 				continue
 			}
-			logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned)
-			r.orphaned = append(r.orphaned, id)
+			logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned, "keptBy", by)
+			r.orphaned, r.keptBy = append(r.orphaned, id), append(r.keptBy, by)
 			continue
 		}
 		if err := c.engine.Delete(ctx, obj); err != nil {

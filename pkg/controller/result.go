@@ -30,14 +30,18 @@ type nodeResult struct {
 	spec        *nodeSpec
 	state       nodeState
 	action      apply.Action
-	drifted     []string // fields another writer changed, repaired by this apply
-	message     string   // why the node is not ready
-	err         error
-	contentHash string            // what dependents consume; set when the node succeeded
-	live        client.Object     // the object after apply (unstructured), or from the cache (typed; read-only)
-	spanContext trace.SpanContext // the node's span, linked from its dependents' spans
-	wait        time.Duration
-	duration    time.Duration
+	drifted     []string // fields another writer changed: repaired by this apply, or reported (action Reported)
+	driftRepeat bool     // action Reported: the same fields were reported before (apply.Change.Repeat)
+	// wantsFinalizer: a user keeps the node's object, whose owner reference kdag drops only once
+	// the owner holds kdag's finalizer (added after the run, then the owner is requeued).
+	wantsFinalizer bool
+	message        string // why the node is not ready
+	err            error
+	contentHash    string            // what dependents consume; set when the node succeeded
+	live           client.Object     // the object after apply (unstructured), or from the cache (typed; read-only)
+	spanContext    trace.SpanContext // the node's span, linked from its dependents' spans
+	wait           time.Duration
+	duration       time.Duration
 	// started, ended: offsets from the graph run's start (graph.NodeResult's Start and End, as
 	// wait is its Wait); zero unless the node ran.
 	started, ended time.Duration
@@ -102,6 +106,17 @@ func (r *outcome) summarize() {
 			r.canceled++
 		}
 	}
+}
+
+// wantsFinalizer reports whether a node's object is kept by a user and keeps its owner reference
+// until the owner holds kdag's finalizer.
+func (r *outcome) wantsFinalizer() bool {
+	for i := range r.nodes {
+		if r.nodes[i].wantsFinalizer {
+			return true
+		}
+	}
+	return false
 }
 
 // recordPrune records what prune did. A failed deletion fails the reconcile (retried with

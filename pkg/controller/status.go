@@ -219,6 +219,32 @@ func setConditions(st *kdagv1alpha1.Status, generation int64, r *outcome) {
 		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
 	}
+	// Drifted (issue 14) is about the nodes this reconcile processed; a graph that did not run
+	// leaves it as it was. Absent on owners that never reported drift, so that it costs them no
+	// status write.
+	switch msg := r.driftMessage(); {
+	case r.nodes == nil:
+	case msg != "":
+		set(kdagv1alpha1.ConditionDrifted, metav1.ConditionTrue, kdagv1alpha1.ReasonDriftReported, msg)
+	case meta.FindStatusCondition(st.Conditions, kdagv1alpha1.ConditionDrifted) != nil:
+		set(kdagv1alpha1.ConditionDrifted, metav1.ConditionFalse, kdagv1alpha1.ReasonNoDrift, "no drift reported")
+	}
+}
+
+// driftMessage lists the objects whose drift was reported, not repaired (drift policy report),
+// in graph order, as "Kind namespace/name: field, field", separated by "; ": field paths only,
+// never values. "" when there are none.
+func (r *outcome) driftMessage() string {
+	var parts []string
+	for i := range r.nodes {
+		if n := &r.nodes[i]; n.action == apply.Reported && len(n.drifted) > 0 {
+			parts = append(parts, n.spec.id.String()+": "+truncate(strings.Join(n.drifted, ", "), 256))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "changed by another writer, left as they are (kdag.dev/drift: report): " + strings.Join(parts, "; ")
 }
 
 // waitingMessage names the nodes that wait for readiness (not the blocked ones behind them), each
@@ -342,8 +368,19 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 	c.objectsEvent(ctx, owner, "Created", "Created", "", created)
 	c.objectsEvent(ctx, owner, "Updated", "Updated", "", updated)
 	c.objectsEvent(ctx, owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
-	c.objectsEvent(ctx, owner, "Orphaned", "Kept", ": no longer part of the graph, released, not deleted ("+
-		kdagv1alpha1.AnnotationResourcePolicy+": "+kdagv1alpha1.ResourcePolicyKeep+")", r.prune.orphaned)
+	// One Orphaned event per annotation that kept objects, naming it (issue 14).
+	var byAnnotation []string
+	kept := map[string][]NodeID{}
+	for i, id := range r.prune.orphaned {
+		by := r.prune.keptBy[i]
+		if _, seen := kept[by]; !seen {
+			byAnnotation = append(byAnnotation, by)
+		}
+		kept[by] = append(kept[by], id)
+	}
+	for _, by := range byAnnotation {
+		c.objectsEvent(ctx, owner, "Orphaned", "Kept", ": no longer part of the graph, released, not deleted (annotated "+by+")", kept[by])
+	}
 }
 
 // maxEventObjects bounds the objects an event's note names; the rest are counted.
@@ -370,7 +407,8 @@ func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reas
 	c.event(ctx, owner, corev1.EventTypeNormal, reason, "%s %d objects%s: %s", verb, len(ids), suffix, truncate(list, 768))
 }
 
-// emitConditionEvents records transitions of Ready and Stalled.
+// emitConditionEvents records transitions of Ready and Stalled, new retried failures, and a new
+// list of reported drift (Drifted, issue 14).
 func (c *Controller) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
 	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
@@ -384,6 +422,12 @@ func (c *Controller) emitConditionEvents(ctx context.Context, owner client.Objec
 	newStalled := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionStalled)
 	if newStalled != nil && (oldStalled == nil || oldStalled.Message != newStalled.Message) {
 		c.event(ctx, owner, corev1.EventTypeWarning, newStalled.Reason, "%s", newStalled.Message)
+	}
+	oldDrifted := meta.FindStatusCondition(old.Conditions, kdagv1alpha1.ConditionDrifted)
+	newDrifted := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionDrifted)
+	if newDrifted != nil && newDrifted.Status == metav1.ConditionTrue &&
+		(oldDrifted == nil || oldDrifted.Status != metav1.ConditionTrue || oldDrifted.Message != newDrifted.Message) {
+		c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonDriftReported, "%s", newDrifted.Message)
 	}
 	oldFailing := meta.FindStatusCondition(old.Conditions, kdagv1alpha1.ConditionReconciling)
 	newFailing := meta.FindStatusCondition(next.Conditions, kdagv1alpha1.ConditionReconciling)
@@ -419,6 +463,14 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 // The note ends with the trace ID of ctx's span, when there is one, so that an event leads to
 // its reconcile's trace (issue 15); the note is cut to the Events API's 1 kB before it.
 func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
+	c.eventRelated(ctx, owner, nil, typ, reason, format, args...)
+}
+
+// eventRelated is event with related as the event's related object (events.k8s.io/v1): the
+// recorder folds events of the same owner, type and reason into one series that keeps the first
+// note, unless their related objects differ, so an event about one object of several (an
+// object orphaned in a teardown) names that object as related to keep its own note.
+func (c *Controller) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
 	if c.namespaceTerminating(owner.GetNamespace()) {
 		return
 	}
@@ -426,7 +478,7 @@ func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		suffix = " (trace " + sc.TraceID().String() + ")"
 	}
-	c.recorder.Eventf(owner, nil, typ, reason, "Reconcile", "%s%s", truncate(note, maxEventNote-len(suffix)), suffix)
+	c.recorder.Eventf(owner, related, typ, reason, "Reconcile", "%s%s", truncate(note, maxEventNote-len(suffix)), suffix)
 }
 
 // maxEventNote is the longest note the Events API (events.k8s.io/v1) accepts, in bytes.

@@ -69,9 +69,11 @@ func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (i
 	remaining := 0
 	var errs []string
 	for _, l := range objs {
-		if metav1.IsControlledBy(l.obj, owner) || !c.engine.Owns(c.applyOwner(owner), l.obj) {
+		if metav1.IsControlledBy(l.obj, owner) && !apply.Kept(l.obj) || !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // the garbage collector's, or not owner's
 		}
+		// A kept object that still has its owner reference (a user annotated it after kdag's last
+		// reconcile) is orphaned too: the garbage collector must not delete it.
 		remaining++
 		if err := c.deleteForTeardown(ctx, owner, l.id(), l.own()); err != nil {
 			errs = append(errs, err.Error())
@@ -178,13 +180,12 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 // failed delete is returned: no watch event would resume the teardown, so the reconcile must
 // fail and be retried.
 func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object, id NodeID, o client.Object) error {
-	if apply.Kept(o) {
+	if by := apply.KeptBy(o); by != "" {
 		if err := c.engine.Orphan(ctx, c.applyOwner(owner), o); err != nil {
 			return errors.Wrapf(err, "teardown: orphan kept %s", id)
 		}
-		logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned)
-		c.event(ctx, owner, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (%s: %s)",
-			id, kdagv1alpha1.AnnotationResourcePolicy, kdagv1alpha1.ResourcePolicyKeep)
+		logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned, "keptBy", by)
+		c.eventRelated(ctx, owner, o, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (annotated %s)", id, by)
 		return nil
 	}
 	if o.GetDeletionTimestamp().IsZero() {

@@ -21,7 +21,7 @@ const (
 )
 
 // The action and outcome label values are the Controller's own names: its Action values
-// (created, applied, skipped, adopted, refused, held) and node states (Ready, Waiting, Failed, Blocked,
+// (created, applied, skipped, adopted, refused, held, reported) and node states (Ready, Waiting, Failed, Blocked,
 // Canceled); this package takes them as strings so that it does not depend on the Controller.
 
 var (
@@ -38,6 +38,7 @@ type Metrics struct {
 	nodeDuration     *prometheus.HistogramVec
 	nodes            *prometheus.CounterVec
 	driftRepairs     *prometheus.CounterVec
+	driftReports     *prometheus.CounterVec
 	pruneDeletions   *prometheus.CounterVec
 	nodePanics       *prometheus.CounterVec
 	waiting          *waitingCollector
@@ -76,12 +77,17 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		nodes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,
 			Name:      "nodes_total",
-			Help:      "Graph nodes processed, by action (created, applied, skipped, adopted, refused, held) and outcome (Ready, Waiting, Failed).",
+			Help:      "Graph nodes processed, by action (created, applied, skipped, adopted, refused, held, reported) and outcome (Ready, Waiting, Failed).",
 		}, []string{LabelController, LabelAction, LabelOutcome}),
 		driftRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,
 			Name:      "drift_repairs_total",
 			Help:      "Objects re-applied because someone else changed fields kdag manages.",
+		}, []string{LabelController, LabelKind}),
+		driftReports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace,
+			Name:      "drift_reports_total",
+			Help:      "Objects found changed by someone else in fields kdag manages and left as they are (drift policy report), once per new set of fields.",
 		}, []string{LabelController, LabelKind}),
 		pruneDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace,
@@ -110,6 +116,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.driftRepairs, err = register(reg, m.driftRepairs); err != nil {
+		return nil, err
+	}
+	if m.driftReports, err = register(reg, m.driftReports); err != nil {
 		return nil, err
 	}
 	if m.pruneDeletions, err = register(reg, m.pruneDeletions); err != nil {
@@ -164,6 +173,15 @@ func (m *Metrics) DriftRepaired(controller, kind string) {
 		return
 	}
 	m.driftRepairs.WithLabelValues(controller, kind).Inc()
+}
+
+// DriftReported counts an object of kind found drifted and left as it is because its drift
+// policy is report (issue 14); call it once per new set of drifted fields, not per reconcile.
+func (m *Metrics) DriftReported(controller, kind string) {
+	if m == nil {
+		return
+	}
+	m.driftReports.WithLabelValues(controller, kind).Inc()
 }
 
 // Pruned counts an object of kind deleted by pruning.

@@ -26,6 +26,7 @@ func TestCounters(t *testing.T) {
 	m.ObserveNode("gitea", "Job", "applied", "Failed", time.Second)
 	m.DriftRepaired("gitea", "Deployment")
 	m.DriftRepaired("gitea", "Deployment")
+	m.DriftReported("gitea", "ConfigMap")
 	m.Pruned("gitea", "Secret")
 	m.NodePanicked("gitea")
 
@@ -33,10 +34,13 @@ func TestCounters(t *testing.T) {
 # HELP kdag_drift_repairs_total Objects re-applied because someone else changed fields kdag manages.
 # TYPE kdag_drift_repairs_total counter
 kdag_drift_repairs_total{controller="gitea",kind="Deployment"} 2
+# HELP kdag_drift_reports_total Objects found changed by someone else in fields kdag manages and left as they are (drift policy report), once per new set of fields.
+# TYPE kdag_drift_reports_total counter
+kdag_drift_reports_total{controller="gitea",kind="ConfigMap"} 1
 # HELP kdag_node_panics_total Panics recovered while processing a graph node.
 # TYPE kdag_node_panics_total counter
 kdag_node_panics_total{controller="gitea"} 1
-# HELP kdag_nodes_total Graph nodes processed, by action (created, applied, skipped, adopted, refused, held) and outcome (Ready, Waiting, Failed).
+# HELP kdag_nodes_total Graph nodes processed, by action (created, applied, skipped, adopted, refused, held, reported) and outcome (Ready, Waiting, Failed).
 # TYPE kdag_nodes_total counter
 kdag_nodes_total{action="applied",controller="gitea",outcome="Failed"} 1
 kdag_nodes_total{action="applied",controller="gitea",outcome="Ready"} 2
@@ -46,7 +50,7 @@ kdag_nodes_total{action="skipped",controller="gitea",outcome="Ready"} 1
 kdag_prune_deletions_total{controller="gitea",kind="Secret"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected),
-		"kdag_drift_repairs_total", "kdag_node_panics_total", "kdag_nodes_total", "kdag_prune_deletions_total"); err != nil {
+		"kdag_drift_repairs_total", "kdag_drift_reports_total", "kdag_node_panics_total", "kdag_nodes_total", "kdag_prune_deletions_total"); err != nil {
 		t.Error(err)
 	}
 }
@@ -257,6 +261,7 @@ func TestNilRegistererAndNilMetrics(t *testing.T) {
 	none.ObserveGraphRun("c", time.Second)
 	none.ObserveNode("c", "k", "a", "o", time.Second)
 	none.DriftRepaired("c", "k")
+	none.DriftReported("c", "k")
 	none.Pruned("c", "k")
 	none.NodePanicked("c")
 	none.SetWaiting("c", "o", 1)

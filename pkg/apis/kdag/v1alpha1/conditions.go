@@ -12,6 +12,12 @@ const (
 	// ConditionStalled is True when the reconcile cannot progress without a change to the owner
 	// (a terminal error); its message says what to change.
 	ConditionStalled = "Stalled"
+	// ConditionDrifted is True when objects of a node whose drift policy is report (the owner's
+	// kdag.dev/drift annotation, or the node's) were changed by another writer and kdag left them
+	// so (issue 14); its message lists them as "Kind namespace/name: field paths", never values.
+	// It becomes False once no processed node reports drift, and is absent on owners that never
+	// had any. It does not change Ready, which follows the live objects' readiness.
+	ConditionDrifted = "Drifted"
 )
 
 // Condition reasons kdag writes (in Ready, Reconciling and Stalled) and the reasons of its
@@ -42,4 +48,12 @@ const (
 	// ReasonDriftConflict: another field manager keeps changing fields kdag owns; kdag paused
 	// reverting them (Options.DriftRepairLimit). Also the reason of the Warning event.
 	ReasonDriftConflict = "DriftConflict"
+	// ReasonDriftReported: the Drifted condition is True (objects changed by others, left so);
+	// also the reason of the Warning event when the list of drifted objects or fields changes.
+	ReasonDriftReported = "DriftReported"
+	// ReasonNoDrift: the Drifted condition is False (no reported drift any more).
+	ReasonNoDrift = "NoDrift"
+	// ReasonInvalidDriftPolicy: the owner's kdag.dev/drift annotation has an unknown value; the
+	// owner is Stalled until it is corrected.
+	ReasonInvalidDriftPolicy = "InvalidDriftPolicy"
 )

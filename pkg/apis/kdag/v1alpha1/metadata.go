@@ -28,6 +28,20 @@ const (
 	AnnotationResourcePolicy = "kdag.dev/resource-policy"
 	// ResourcePolicyKeep is the value of AnnotationResourcePolicy that keeps an object.
 	ResourcePolicyKeep = "keep"
+	// AnnotationKeep set to "true" is a short alias of AnnotationResourcePolicy: keep, for users
+	// (issue 14). kdag itself writes AnnotationResourcePolicy only.
+	AnnotationKeep = "kdag.dev/keep"
+
+	// AnnotationDrift on an owner chooses what kdag does when another writer changes fields kdag
+	// set on the owner's objects (issue 14): DriftRepair (the default) reverts them, DriftReport
+	// leaves them and reports them in the owner's Drifted condition, a Warning event and the
+	// kdag_drift_reports_total metric. Set, it wins over the nodes' own drift policy
+	// (controller.OnDrift). Any other value makes the owner Stalled until it is corrected.
+	AnnotationDrift = "kdag.dev/drift"
+	// DriftRepair is the value of AnnotationDrift that reverts drift.
+	DriftRepair = "repair"
+	// DriftReport is the value of AnnotationDrift that reports drift instead of reverting it.
+	DriftReport = "report"
 	// AnnotationAdopt on an object kdag did not create (or orphaned) names the owner that may
 	// adopt it, as "<owner kind>/<owner name>" (an owner in the object's namespace) or
 	// "<owner kind>/<owner namespace>/<owner name>": that owner's node of the object takes it
