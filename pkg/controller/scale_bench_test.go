@@ -759,7 +759,7 @@ func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children
 func rawEvent(ctx context.Context, cl client.Client, w *testapi.Widget, reason, note string) error {
 	now := metav1.NowMicro()
 	return cl.Create(ctx, &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: w.Namespace, GenerateName: w.Name + "."},
+		ObjectMeta:          metav1.ObjectMeta{Namespace: w.Namespace, Name: fmt.Sprintf("%s.%x", w.Name, now.UnixNano())}, // as client-go names events
 		EventTime:           now,
 		ReportingController: "rawssa", ReportingInstance: "rawssa-0",
 		Action: "Reconcile", Reason: reason, Note: note, Type: corev1.EventTypeNormal,
