@@ -67,7 +67,7 @@ PKGS ?= ./...
 # PURE_PKGS are the packages whose tests need no binary at all (tests in tiers, issue 19): the
 # test target runs them first with KUBEBUILDER_ASSETS pointing nowhere, so an API-server test
 # that slips into them fails.
-PURE_PKGS := ./pkg/graph/ ./pkg/plan/ ./pkg/render/ ./pkg/resources/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
+PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
 # Benchmarks: BENCH selects them, BENCH_COUNT repeats each; they run one package at a time (-p 1)
 # in the packages that have any (not the e2e ones, whose TestMain starts a cluster). The long
 # SCALE_BENCH ones (BenchmarkScale, BenchmarkResync: a minute or more per run) run apart, once per

@@ -111,6 +111,20 @@ func (e *Engine) takeOwnership(ctx context.Context, desired *unstructured.Unstru
 	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return nil, errors.Wrapf(err, "%s: read", name)
 	}
+	owned := WithOwnership(desired, live)
+	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
+	if err := e.client.Patch(ctx, owned, patch, client.FieldOwner(e.opts.FieldManager)); err != nil {
+		return nil, errors.Wrapf(err, "%s: take ownership", name)
+	}
+	return owned, nil
+}
+
+// WithOwnership returns a copy of live with desired's labels and owner references merged in:
+// what the engine's one write to a create-only or adopted object sends (as a merge patch from
+// live), so that its content, a generated password among it, is never rewritten. live's owner
+// references other than a controller one are kept (one controller: kdag's owner, if any).
+// Neither argument is modified.
+func WithOwnership(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
 	owned := live.DeepCopy()
 	lbls := owned.GetLabels()
 	if lbls == nil {
@@ -120,16 +134,10 @@ func (e *Engine) takeOwnership(ctx context.Context, desired *unstructured.Unstru
 	owned.SetLabels(lbls)
 	refs := desired.GetOwnerReferences()
 	for _, ref := range live.GetOwnerReferences() {
-		if ref.Controller == nil || !*ref.Controller { // one controller: kdag's owner, if any
-			if !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
-				refs = append(refs, ref)
-			}
+		if (ref.Controller == nil || !*ref.Controller) && !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+			refs = append(refs, ref)
 		}
 	}
 	owned.SetOwnerReferences(refs)
-	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
-	if err := e.client.Patch(ctx, owned, patch, client.FieldOwner(e.opts.FieldManager)); err != nil {
-		return nil, errors.Wrapf(err, "%s: take ownership", name)
-	}
-	return owned, nil
+	return owned
 }

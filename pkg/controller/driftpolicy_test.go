@@ -221,22 +221,7 @@ func TestDriftPolicy_UnknownAnnotationStalls(t *testing.T) {
 // (spec.replicas of the Widget, 3 by default) kdag sets at create time only: IgnoreFields.
 var scaledRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
-	labels := map[string]string{"app": w.Name}
-	b.Add(&appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(w.Spec.Replicas, 3)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1.27",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
-				}}},
-			},
-		},
-	}, IgnoreFields("spec.replicas"), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	b.Add(webDeployment(w, 3), IgnoreFields("spec.replicas"), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
 }}
 

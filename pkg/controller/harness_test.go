@@ -370,21 +370,7 @@ func (rm widgetRM) AddResources(_ context.Context, owner *testapi.Widget, b *Bui
 	if rm.readyDeployment {
 		opts = append(opts, ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	}
-	deploy := b.Add(&appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(w.Spec.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1.27",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
-				}}},
-			},
-		},
-	}, opts...)
+	deploy := b.Add(webDeployment(w, 1), opts...)
 	if rm.afterDeploy {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-deploy"}}, DependsOn(deploy))
 	}
@@ -576,4 +562,25 @@ func (rm funcRM) OwnedTypes() []client.Object {
 
 func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
 	return rm.add(owner, b)
+}
+
+// webDeployment is the Deployment of the test graphs: w.Name, spec.replicas from the Widget
+// (defaultReplicas without), one nginx container reading the ConfigMap "<name>-config".
+func webDeployment(w *testapi.Widget, defaultReplicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": w.Name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(w.Spec.Replicas, defaultReplicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "nginx:1.27",
+					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
+				}}},
+			},
+		},
+	}
 }

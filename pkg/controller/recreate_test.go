@@ -137,21 +137,6 @@ func TestBuilder_RecreateOptions(t *testing.T) {
 		{"unknown propagation", func(b *Builder) { b.Add(cm(), Recreate("Later")) },
 			"the propagation is Orphan, Background or Foreground", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { tc.add(b); return nil }}
-			plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("NewPlan error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(plan.Nodes) != 1 || plan.Nodes[0].String() != tc.want {
-				t.Errorf("plan nodes %v, want one: %q", plan.Nodes, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { assertOneNodePlan(t, tc.add, tc.wantErr, tc.want) })
 	}
 }

@@ -282,21 +282,26 @@ func TestBuilder_ReferenceOptions(t *testing.T) {
 			b.Add(secret())
 		}, "added twice", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { tc.add(b); return nil }}
-			plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("NewPlan error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(plan.Nodes) != 1 || plan.Nodes[0].String() != tc.want {
-				t.Errorf("plan nodes %v, want one: %q", plan.Nodes, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { assertOneNodePlan(t, tc.add, tc.wantErr, tc.want) })
+	}
+}
+
+// assertOneNodePlan plans the Widget ns/app whose AddResources is add, and checks that the plan
+// fails with an error saying wantErr or, with wantErr "", that it holds one node printed as want.
+func assertOneNodePlan(t *testing.T, add func(b *Builder), wantErr, want string) {
+	t.Helper()
+	rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { add(b); return nil }}
+	plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("NewPlan error %v, want one saying %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Nodes) != 1 || plan.Nodes[0].String() != want {
+		t.Errorf("plan nodes %v, want one: %q", plan.Nodes, want)
 	}
 }

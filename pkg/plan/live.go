@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -424,20 +423,7 @@ func (r *liveRun) apply(ctx context.Context, desired *unstructured.Unstructured)
 // takeOwnership is the engine's takeOwnership as a dry run: desired's labels and owner
 // references merged into live with a merge patch. It returns the response.
 func (r *liveRun) takeOwnership(ctx context.Context, desired, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	owned := live.DeepCopy()
-	lbls := owned.GetLabels()
-	if lbls == nil {
-		lbls = map[string]string{}
-	}
-	maps.Copy(lbls, desired.GetLabels())
-	owned.SetLabels(lbls)
-	refs := desired.GetOwnerReferences()
-	for _, ref := range live.GetOwnerReferences() {
-		if (ref.Controller == nil || !*ref.Controller) && !slices.ContainsFunc(refs, func(o metav1.OwnerReference) bool { return o.UID == ref.UID }) {
-			refs = append(refs, ref)
-		}
-	}
-	owned.SetOwnerReferences(refs)
+	owned := apply.WithOwnership(desired, live)
 	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
 	return owned, r.client.Patch(ctx, owned, patch, client.FieldOwner(r.manager), client.DryRunAll)
 }
