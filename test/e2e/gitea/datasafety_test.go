@@ -198,9 +198,14 @@ func TestDataSafety_1_NoNewPasswordOverOldData(t *testing.T) {
 			t.Fatalf("a new password was generated over the old data: %s", msg)
 		}
 		g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}
-		if readyFor(t.Context(), g, func() *kdagv1alpha1.Status { return &g.Status.Status }) == "" {
-			t.Error("the Gitea is Ready while its database's password is gone")
-		}
+		// The Gitea learns of its PostgreSQL's status from a watch: one reconcile later, not at
+		// the instant the test reads the PostgreSQL's. It must not stay Ready past that.
+		poll.Until(t, "the Gitea no longer Ready while its database's password is gone", 30*time.Second, func(ctx context.Context) string {
+			if readyFor(ctx, g, func() *kdagv1alpha1.Status { return &g.Status.Status }) == "" {
+				return "the Gitea is still Ready"
+			}
+			return ""
+		})
 
 		// Restored from a backup (no kdag labels), annotated for the PostgreSQL: adopted as is.
 		restored := &corev1.Secret{
