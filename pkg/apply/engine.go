@@ -275,6 +275,9 @@ func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured) 
 		// Retrying cannot help: say what can.
 		return errors.Wrapf(err, "%s: apply refused, change the owner's spec that produces it", name)
 	}
+	if VolumeExpansionForbidden(err) {
+		return &VolumeExpansionError{Object: name, Err: err}
+	}
 	if status := apierrors.APIStatus(nil); errors.As(err, &status) && DeniedByAdmission(status.Status().Message) {
 		return errors.Wrapf(err, "%s: apply denied by admission control, kdag retries: change the policy or webhook, or the owner's spec", name)
 	}

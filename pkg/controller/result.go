@@ -67,6 +67,10 @@ type outcome struct {
 	// requeueAfter, the earliest end of a pause.
 	conflict     *apply.DriftConflictError
 	requeueAfter time.Duration
+	// recheck: the owner is Stalled on something outside its spec that no watch reports (a
+	// StorageClass that does not allow volume expansion); Reconcile returns no error, so that
+	// requeueAfter (stalledRecheck) brings it back.
+	recheck bool
 
 	ready, waiting, failed, blocked, canceled int
 }
@@ -87,6 +91,17 @@ func (r *outcome) summarize() {
 					r.conflict = conflict
 				}
 				r.requeueAt(conflict.RetryAfter)
+				continue
+			}
+			var expansion *apply.VolumeExpansionError
+			if errors.As(n.err, &expansion) {
+				// Stalled, but no change of the owner can help (a claim never shrinks): an
+				// administrator's change of the StorageClass, which no watch reports, does.
+				if r.terminal == nil {
+					r.terminal, r.reason = n.err, kdagv1alpha1.ReasonVolumeExpansionForbidden
+				}
+				r.recheck = true
+				r.requeueAt(stalledRecheck)
 				continue
 			}
 			if isTerminal(n.err) {
@@ -128,6 +143,10 @@ func (r *outcome) recordPrune(p pruneResult) {
 	}
 }
 
+// stalledRecheck is how soon an owner Stalled on a cause outside its spec and outside kdag's
+// watches (outcome.recheck) is reconciled again.
+const stalledRecheck = 5 * time.Minute
+
 // requeueAt lowers r.requeueAfter to d when d is set and sooner.
 func (r *outcome) requeueAt(d time.Duration) {
 	if d > 0 && (r.requeueAfter == 0 || d < r.requeueAfter) {
@@ -143,6 +162,8 @@ func (r *outcome) allReady() bool {
 // returnErr is what Reconcile returns: terminal errors are not retried, transient ones are.
 func (r *outcome) returnErr() error {
 	switch {
+	case r.terminal != nil && r.recheck:
+		return nil
 	case r.terminal != nil:
 		return reconcile.TerminalError(r.terminal)
 	case r.transient != nil:

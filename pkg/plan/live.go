@@ -73,7 +73,8 @@ type Change struct {
 	// status, every Secret value replaced by a placeholder.
 	Diff string `json:"diff,omitempty"`
 	// Error is the API server's refusal of the dry run for another reason than an immutable
-	// field (its validation): the reconcile would fail on this object.
+	// field (its validation, or a claim whose StorageClass does not allow it to grow): the
+	// reconcile would fail on this object.
 	Error string `json:"error,omitempty"`
 }
 
@@ -377,7 +378,8 @@ func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, recreate met
 }
 
 // dryRun runs write and sorts out the API server's refusals: an immutable field makes ch a
-// Recreate, another validation error ch's Error; a namespace that does not exist yet is no
+// Recreate, another validation error or a claim whose StorageClass does not allow it to grow
+// (apply.VolumeExpansionForbidden) ch's Error; a namespace that does not exist yet is no
 // error for a create. Other errors are returned.
 //
 // recreate is the node's Recreate propagation: with it, the Recreate says kdag deletes the object
@@ -399,7 +401,7 @@ func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, write 
 		ch.Reason = join(what, ch.Reason)
 		return nil
 	}
-	if apply.IsInvalid(err) {
+	if apply.IsInvalid(err) || apply.VolumeExpansionForbidden(err) {
 		if ch.Action == "" {
 			ch.Action = Update
 		}

@@ -38,8 +38,14 @@ type Readiness struct {
 // IP), always-ready kinds (ConfigMap, Secret), and any resource with the standard conditions
 // (Ready, Reconciling, Stalled) and status.observedGeneration equal to metadata.generation.
 //
-// One rule differs from kstatus: a Job is ready only once it has the condition Complete=True. kstatus
-// counts a started Job as Current, but a Job a graph waits for (a migration) must have finished.
+// Two rules differ from kstatus:
+//   - A Job is ready only once it has the condition Complete=True. kstatus counts a started Job
+//     as Current, but a Job a graph waits for (a migration) must have finished.
+//   - A PersistentVolumeClaim is ready while Pending, not only once Bound, and Failed once Lost
+//     (its volume is gone). A claim of a StorageClass with volumeBindingMode WaitForFirstConsumer
+//     binds only once a pod that mounts it is scheduled: the pod's workload, a dependent of the
+//     claim in the graph, would otherwise wait for the claim forever. The consumer's own readiness
+//     covers the binding (its pod does not run before).
 //
 // A nil u gives StatusNotFound; an object with a deletionTimestamp StatusTerminating; both are not
 // ready. Not ready is not an error: the error is returned only when kstatus cannot read the object
@@ -56,8 +62,16 @@ func Ready(u *unstructured.Unstructured) (Readiness, error) {
 		return Readiness{}, errors.Wrapf(err, "compute readiness of %s", describeU(u))
 	}
 	r := Readiness{Status: string(res.Status), Message: res.Message}
-	if r.Status == StatusCurrent && isJob(u) && !jobComplete(u) {
+	switch {
+	case r.Status == StatusCurrent && isJob(u) && !jobComplete(u):
 		r.Status, r.Message = StatusInProgress, "Job not complete: "+res.Message
+	case r.Status == StatusInProgress && isClaim(u):
+		switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
+		case "", string(corev1.ClaimPending):
+			r.Status, r.Message = StatusCurrent, "PVC is Pending: it binds once a volume is provisioned or a pod that mounts it is scheduled"
+		case string(corev1.ClaimLost):
+			r.Status, r.Message = StatusFailed, "PVC is Lost: its PersistentVolume is gone; restore the volume or delete the claim"
+		}
 	}
 	r.Ready = r.Status == StatusCurrent
 	return r, nil
@@ -90,6 +104,11 @@ func TypedReady(obj Object) (r Readiness, ok bool) {
 func isJob(u *unstructured.Unstructured) bool {
 	gvk := u.GroupVersionKind()
 	return gvk.Group == "batch" && gvk.Kind == "Job"
+}
+
+func isClaim(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim"
 }
 
 func jobComplete(u *unstructured.Unstructured) bool {

@@ -153,11 +153,29 @@ kind: PersistentVolumeClaim
 metadata: {namespace: ns, name: data}
 status: {phase: Bound}
 `},
-		{name: "pvc pending", wantStatus: StatusInProgress, wantMessage: "Pending", manifest: `
+		// Pending is ready (WaitForFirstConsumer binds only once the consumer's pod is scheduled).
+		{name: "pvc pending", wantStatus: StatusCurrent, wantMessage: "Pending", manifest: `
 apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {namespace: ns, name: data}
 status: {phase: Pending}
+`},
+		{name: "pvc without status yet", wantStatus: StatusCurrent, wantMessage: "Pending", manifest: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {namespace: ns, name: data}
+`},
+		{name: "pvc lost", wantStatus: StatusFailed, wantMessage: "Lost", manifest: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {namespace: ns, name: data}
+status: {phase: Lost}
+`},
+		{name: "pvc terminating", wantStatus: StatusTerminating, manifest: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {namespace: ns, name: data, deletionTimestamp: "2026-01-01T00:00:00Z"}
+status: {phase: Bound}
 `},
 		{name: "statefulset ready", wantStatus: StatusCurrent, manifest: `
 apiVersion: apps/v1

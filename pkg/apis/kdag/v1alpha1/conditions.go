@@ -56,4 +56,8 @@ const (
 	// ReasonInvalidDriftPolicy: the owner's kdag.dev/drift annotation has an unknown value; the
 	// owner is Stalled until it is corrected.
 	ReasonInvalidDriftPolicy = "InvalidDriftPolicy"
+	// ReasonVolumeExpansionForbidden: a PersistentVolumeClaim's storage request must grow but its
+	// StorageClass does not allow volume expansion (apply.VolumeExpansionError). The owner is
+	// Stalled; kdag tries again periodically, as only an administrator's change of the class helps.
+	ReasonVolumeExpansionForbidden = "VolumeExpansionForbidden"
 )
