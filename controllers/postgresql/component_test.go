@@ -25,6 +25,7 @@ func TestMain(m *testing.M) { api.Main(m) }
 func TestComponent(t *testing.T) {
 	owner := defaulted(func(pg *giteav1alpha1.PostgreSQL) { pg.Namespace, pg.UID = "", "" })
 	applied := []string{
+		"PATCH persistentvolumeclaims/data-demo-postgresql-0",
 		"PATCH postgresqls/demo-postgresql", // the finalizer
 		"PATCH postgresqls/demo-postgresql/status",
 		"PATCH secrets/demo-postgresql-credentials",

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -21,14 +22,14 @@ import (
 // +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 
 // ResourceManager reconciles PostgreSQL objects.
 type ResourceManager struct{}
 
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
-	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}}
+	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{}, &appsv1.StatefulSet{}}
 }
 
 // Validate implements controller.Validator: the name must leave room for the revision label of
@@ -41,12 +42,22 @@ func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL)
 }
 
 // AddResources implements controller.ResourceManager: generated credentials, a headless
-// Service, and the StatefulSet that needs both (the Builder infers both edges from the
-// StatefulSet's serviceName and secretKeyRefs, issue 15). The PostgreSQL is Ready when the
-// StatefulSet is. The credentials and the data live and die together (credentialsPolicy).
+// Service, the data claim, and the StatefulSet that needs all three (the Builder infers the
+// edges to the Service and the Secret from the StatefulSet's serviceName and secretKeyRefs,
+// issue 15). The PostgreSQL is Ready when the StatefulSet is. The credentials and the data live
+// and die together (credentialsPolicy, claimPolicy).
+//
+// The data claim is kdag's, not the StatefulSet controller's, so that the volume can grow (issue
+// 14): the StatefulSet controller creates a claim from its template only if none of that name
+// exists, and never updates one, and the API server refuses any change of the template. So kdag
+// creates the claim before the StatefulSet, raises its storage request when spec.storage.size
+// grows (the StorageClass must allow volume expansion, else the PostgreSQL is Stalled with reason
+// VolumeExpansionForbidden), then re-creates the StatefulSet with the new template, deleting it
+// with propagation Orphan: its pod, the running server, stays and the new StatefulSet adopts it.
 func (ResourceManager) AddResources(_ context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
-	b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
+	secret := b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
 	b.Add(headlessService(pg))
-	b.Add(statefulSet(pg))
+	claim := b.Add(dataClaim(pg), append(claimPolicy(pg), controller.After(secret))...)
+	b.Add(statefulSet(pg), controller.After(claim), controller.Recreate(metav1.DeletePropagationOrphan))
 	return nil
 }

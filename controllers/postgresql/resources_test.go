@@ -2,12 +2,14 @@ package postgresql
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,15 +100,24 @@ func TestAddResources_Graph(t *testing.T) {
 			for _, n := range p.Nodes {
 				ids = append(ids, n.ID.String())
 			}
-			if want := []string{"Secret default/demo-postgresql-credentials", "Service default/demo-postgresql", "StatefulSet default/demo-postgresql"}; !slices.Equal(ids, want) {
+			if want := []string{"Secret default/demo-postgresql-credentials", "Service default/demo-postgresql",
+				"PersistentVolumeClaim default/data-demo-postgresql-0", "StatefulSet default/demo-postgresql"}; !slices.Equal(ids, want) {
 				t.Fatalf("nodes = %v, want %v", ids, want)
 			}
-			secretNode, stsNode := p.Nodes[0], p.Nodes[2]
-			if !secretNode.CreateOnly || stsNode.CreateOnly || p.Nodes[1].CreateOnly {
+			secretNode, claimNode, stsNode := p.Nodes[0], p.Nodes[2], p.Nodes[3]
+			if !secretNode.CreateOnly || stsNode.CreateOnly || p.Nodes[1].CreateOnly || claimNode.CreateOnly {
 				t.Error("only the credentials Secret must be create-only (its password is generated once)")
 			}
-			if got := []controller.NodeID{p.Nodes[0].ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
-				t.Errorf("StatefulSet blockers = %v, want the Secret and the Service", stsNode.Blockers)
+			if got := []controller.NodeID{claimNode.ID, secretNode.ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
+				t.Errorf("StatefulSet blockers = %v, want the claim, the Secret and the Service", stsNode.Blockers)
+			}
+			// The data claim is created after the key that opens it (ProtectsData), and the
+			// StatefulSet is re-created, its pod orphaned, when its claim template changes.
+			if got := []controller.NodeID{secretNode.ID}; !slices.Equal(claimNode.Blockers, got) || !claimNode.Adopt {
+				t.Errorf("claim blockers %v adopt %v, want after the Secret and adopting the StatefulSet controller's claim", claimNode.Blockers, claimNode.Adopt)
+			}
+			if stsNode.Recreate != metav1.DeletePropagationOrphan {
+				t.Errorf("StatefulSet Recreate = %q, want Orphan: growing the volume must not stop the server", stsNode.Recreate)
 			}
 
 			// The Secret has the keys GiteaServer reads: the component's output.
@@ -165,6 +176,18 @@ func TestAddResources_Graph(t *testing.T) {
 				!equalPtr(claim.Spec.StorageClassName, tc.wantClass) {
 				t.Errorf("claim template %s %v class %v, want data %v class %v", claim.Name,
 					claim.Spec.Resources.Requests.Storage(), claim.Spec.StorageClassName, tc.pg.Spec.Storage.Size.String(), tc.wantClass)
+			}
+			// The claim kdag creates is the one the template names for pod 0, with the same spec
+			// and labels, so that the StatefulSet controller mounts it instead of making its own.
+			data := claimNode.Object.(*corev1.PersistentVolumeClaim)
+			if want := claim.Name + "-" + sts.Name + "-0"; data.Name != want {
+				t.Errorf("data claim %s, want %s (template %s of StatefulSet %s, ordinal 0)", data.Name, want, claim.Name, sts.Name)
+			}
+			if !equality.Semantic.DeepEqual(data.Spec, claim.Spec) || !maps.Equal(data.Labels, claim.Labels) {
+				t.Errorf("data claim spec %+v labels %v, want the template's %+v %v", data.Spec, data.Labels, claim.Spec, claim.Labels)
+			}
+			if p := sts.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+				t.Errorf("claim retention %+v, want WhenDeleted Retain: the claim is kdag's, deleting the StatefulSet must not take it", p)
 			}
 		})
 	}

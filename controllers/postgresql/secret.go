@@ -42,9 +42,3 @@ func credentialsPolicy(pg *giteav1alpha1.PostgreSQL) []controller.NodeOption {
 	}
 	return opts
 }
-
-// dataClaim names the claim the StatefulSet controller creates for the server's data from the
-// volume claim template "data" (its one replica, ordinal 0).
-func dataClaim(pg *giteav1alpha1.PostgreSQL) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: DataClaimName(pg.Name)}}
-}

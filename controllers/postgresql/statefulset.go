@@ -22,9 +22,10 @@ func statefulSet(pg *giteav1alpha1.PostgreSQL) *appsv1.StatefulSet {
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To[int32](1),
 			ServiceName: ServiceName(pg.Name),
-			// The StatefulSet controller keeps or deletes the claims of the template with it.
+			// The data claim is kdag's (dataClaim, claimPolicy): the StatefulSet controller never
+			// deletes it, not even when kdag re-creates the StatefulSet to grow the volume.
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: claimRetention(pg.Spec.Storage.DeletionPolicy),
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
 			Selector: &metav1.LabelSelector{MatchLabels: labels(pg)},
@@ -61,24 +62,8 @@ func statefulSet(pg *giteav1alpha1.PostgreSQL) *appsv1.StatefulSet {
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: labels(pg)},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: pg.Spec.Storage.StorageClassName,
-					Resources: corev1.VolumeResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceStorage: pg.Spec.Storage.Size},
-					},
-				},
+				Spec:       claimSpec(pg),
 			}},
 		},
 	}
-}
-
-// claimRetention maps a storage deletion policy to the StatefulSet's claim retention when it is
-// deleted: Retain (or unset) keeps the data claim, and a StatefulSet of the same name created
-// later (a PostgreSQL re-created under the same name) mounts it again.
-func claimRetention(p giteav1alpha1.StorageDeletionPolicy) appsv1.PersistentVolumeClaimRetentionPolicyType {
-	if p == giteav1alpha1.StorageDelete {
-		return appsv1.DeletePersistentVolumeClaimRetentionPolicyType
-	}
-	return appsv1.RetainPersistentVolumeClaimRetentionPolicyType
 }

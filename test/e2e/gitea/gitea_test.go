@@ -312,10 +312,10 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3 children + PostgreSQL 3 + Valkey 3 + GiteaServer 6 (Secret, ConfigMap, claim, Job,
-	// Deployment, Service).
-	if len(before) != 15 {
-		t.Fatalf("%d objects with the owner label before the delete, want 15: %v", len(before), before)
+	// 3 children + PostgreSQL 4 (Secret, Service, claim, StatefulSet) + Valkey 3 + GiteaServer 6
+	// (Secret, ConfigMap, claim, Job, Deployment, Service).
+	if len(before) != 16 {
+		t.Fatalf("%d objects with the owner label before the delete, want 16: %v", len(before), before)
 	}
 
 	start := time.Now()
@@ -366,8 +366,10 @@ func testDeletionPolicy(t *testing.T, policy giteav1alpha1.StorageDeletionPolicy
 			t.Errorf("retained claim %s still has owners %v", name, c.OwnerReferences)
 		}
 	}
-	if got := get(t, ns, repoClaim, &corev1.PersistentVolumeClaim{}).Annotations[kdagv1alpha1.AnnotationAdopt]; got != "GiteaServer/demo" {
-		t.Errorf("retained claim %s: %s=%q, want GiteaServer/demo", repoClaim, kdagv1alpha1.AnnotationAdopt, got)
+	for name, owner := range map[string]string{repoClaim: "GiteaServer/demo", dbClaim: "PostgreSQL/demo-postgresql"} {
+		if got := get(t, ns, name, &corev1.PersistentVolumeClaim{}).Annotations[kdagv1alpha1.AnnotationAdopt]; got != owner {
+			t.Errorf("retained claim %s: %s=%q, want %s", name, kdagv1alpha1.AnnotationAdopt, got, owner)
+		}
 	}
 
 	// A Gitea of the same name mounts the same claims again.

@@ -1,0 +1,124 @@
+package postgresql
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
+)
+
+// TestStorageGrowth grows a running PostgreSQL's spec.storage.size (issue 14) on a real API
+// server. With a StorageClass that allows volume expansion, kdag raises the claim's request and
+// re-creates the StatefulSet (whose claim template the API server does not let change) with
+// propagation Orphan, so its pod keeps running; without, the PostgreSQL is Stalled with reason
+// VolumeExpansionForbidden and nothing is touched: the claim keeps its size, the StatefulSet
+// its UID. envtest runs no garbage collector: the test removes the "orphan" finalizer as it
+// would once the pods are orphaned.
+func TestStorageGrowth(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		expandable *bool
+	}{
+		{"expandable class: claim grows, StatefulSet re-created", ptr.To(true)},
+		{"class without allowVolumeExpansion: Stalled, nothing written", nil},
+		{"class with allowVolumeExpansion false: Stalled, nothing written", ptr.To(false)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := controllertest.Start(t, api, controller.For("postgresql", ResourceManager{}))
+			ctx := t.Context()
+			class := &storagev1.StorageClass{
+				ObjectMeta:           metav1.ObjectMeta{Name: "growth-" + h.Namespace},
+				Provisioner:          "example.com/fake",
+				AllowVolumeExpansion: tc.expandable,
+			}
+			if err := h.Client.Create(ctx, class); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = h.Client.Delete(context.Background(), class) })
+
+			pg := defaulted(func(pg *giteav1alpha1.PostgreSQL) {
+				pg.Namespace, pg.UID = "", ""
+				pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
+			})
+			h.Create(pg)
+			claim := controllertest.Named[corev1.PersistentVolumeClaim](DataClaimName(pg.Name))
+			sts := controllertest.Named[appsv1.StatefulSet](pg.Name)
+			h.MarkReady(claim)
+			h.MarkReady(sts)
+			h.WaitReady(pg)
+			h.Get(sts)
+			oldUID := sts.UID
+
+			patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"storage":{"size":"20Gi"}}}`))
+			if err := h.Client.Patch(ctx, pg, patch); err != nil {
+				t.Fatal(err)
+			}
+			want := resource.MustParse("20Gi")
+
+			if tc.expandable == nil || !*tc.expandable {
+				stalled := h.WaitCondition(pg, kdagv1alpha1.ConditionStalled, metav1.ConditionTrue)
+				if stalled.Reason != kdagv1alpha1.ReasonVolumeExpansionForbidden ||
+					!strings.Contains(stalled.Message, "PersistentVolumeClaim "+h.Namespace+"/"+claim.Name) ||
+					!strings.Contains(stalled.Message, "allowVolumeExpansion: true") {
+					t.Errorf("Stalled = %s: %q, want %s naming the claim and allowVolumeExpansion", stalled.Reason, stalled.Message,
+						kdagv1alpha1.ReasonVolumeExpansionForbidden)
+				}
+				if ready := h.WaitCondition(pg, kdagv1alpha1.ConditionReady, metav1.ConditionFalse); ready.Reason != kdagv1alpha1.ReasonVolumeExpansionForbidden {
+					t.Errorf("Ready=False reason %s, want %s", ready.Reason, kdagv1alpha1.ReasonVolumeExpansionForbidden)
+				}
+				h.Get(claim)
+				h.Get(sts)
+				if got := claim.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(want) == 0 {
+					t.Errorf("claim requests %s: the API server let it grow on a class without volume expansion?", got.String())
+				}
+				if sts.UID != oldUID || sts.DeletionTimestamp != nil {
+					t.Errorf("StatefulSet UID %s (was %s) deleting %v: it must not be re-created while its claim cannot grow",
+						sts.UID, oldUID, sts.DeletionTimestamp)
+				}
+				return
+			}
+
+			// The garbage collector's part of the orphan deletion: release the pods, then the
+			// StatefulSet.
+			h.Eventually("the StatefulSet is re-created", func(ctx context.Context) (bool, error) {
+				cur := &appsv1.StatefulSet{}
+				if err := h.Client.Get(ctx, client.ObjectKeyFromObject(sts), cur); client.IgnoreNotFound(err) != nil {
+					return false, err
+				} else if err != nil {
+					return false, nil
+				}
+				if cur.DeletionTimestamp != nil {
+					if !slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents) {
+						t.Errorf("StatefulSet deleted with finalizers %v, want %s: propagation Orphan keeps the pod", cur.Finalizers, metav1.FinalizerOrphanDependents)
+					}
+					cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
+					return false, client.IgnoreNotFound(h.Client.Update(ctx, cur))
+				}
+				return cur.UID != oldUID, nil
+			})
+			h.MarkReady(sts)
+			h.WaitReady(pg)
+			h.Get(claim)
+			h.Get(sts)
+			if got := claim.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(want) != 0 {
+				t.Errorf("claim requests %s, want %s", got.String(), want.String())
+			}
+			if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(want) != 0 {
+				t.Errorf("StatefulSet claim template requests %s, want %s", got.String(), want.String())
+			}
+		})
+	}
+}
