@@ -122,3 +122,56 @@ func TestStorageGrowth(t *testing.T) {
 		})
 	}
 }
+
+// TestDataClaim_AdoptedFromEarlierVersions: before the data claim was kdag's, the StatefulSet
+// controller made it from its template, with the StatefulSet as its controller under the Delete
+// retention policy and with no owner under Retain. Either way kdag adopts that claim, the
+// same one (its data), and the PostgreSQL becomes Ready with it as the claim's only controller.
+func TestDataClaim_AdoptedFromEarlierVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy giteav1alpha1.StorageDeletionPolicy
+	}{
+		{"Retain: no owner", giteav1alpha1.StorageRetain},
+		{"Delete: the StatefulSet is its controller", giteav1alpha1.StorageDelete},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := controllertest.Start(t, api, controller.For("postgresql", ResourceManager{}))
+			pg := defaulted(func(pg *giteav1alpha1.PostgreSQL) {
+				pg.Namespace, pg.UID = "", ""
+				pg.Spec.Storage.DeletionPolicy = tc.policy
+			})
+			// The claim as the StatefulSet controller of an earlier operator version made it.
+			old := dataClaim(pg)
+			old.Labels = map[string]string{"app.kubernetes.io/name": "postgresql"}
+			if tc.policy == giteav1alpha1.StorageDelete {
+				old.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: pg.Name,
+					UID: "8a2a6a5e-0000-4000-8000-000000000001", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+			}
+			h.Create(old)
+			// Its credentials, handed over (the key that opens the data: without it kdag would
+			// rightly refuse to generate a new one over the existing claim, DataKeyMissing).
+			creds := credentialsSecret(pg)
+			creds.Annotations = map[string]string{kdagv1alpha1.AnnotationAdopt: "PostgreSQL/" + pg.Name}
+			h.Create(creds)
+			h.Create(pg)
+			claim := controllertest.Named[corev1.PersistentVolumeClaim](DataClaimName(pg.Name))
+			h.MarkReady(claim)
+			h.MarkReady(controllertest.Named[appsv1.StatefulSet](pg.Name))
+			h.WaitReady(pg)
+			h.Get(claim)
+			if claim.UID != old.UID {
+				t.Errorf("claim UID %s, was %s: the data claim was replaced", claim.UID, old.UID)
+			}
+			if claim.Labels[kdagv1alpha1.LabelOwnerUID] != string(pg.UID) {
+				t.Errorf("claim labels %v, want kdag's for the PostgreSQL %s", claim.Labels, pg.UID)
+			}
+			switch refs := claim.OwnerReferences; {
+			case tc.policy == giteav1alpha1.StorageRetain && len(refs) != 0:
+				t.Errorf("claim owner references %+v, want none: with Retain it is kept (no owner reference)", refs)
+			case tc.policy == giteav1alpha1.StorageDelete && (len(refs) != 1 || refs[0].UID != pg.UID || !ptr.Deref(refs[0].Controller, false)):
+				t.Errorf("claim owner references %+v, want the PostgreSQL %s as the only controller", refs, pg.UID)
+			}
+		})
+	}
+}

@@ -49,7 +49,7 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 		if !e.mayAdopt(owner, p, existing) {
 			return Change{Action: Refused}, e.refusal(owner, desired, existing)
 		}
-		obj, err := e.adopt(ctx, withoutFields(desired, p.Ignore), p)
+		obj, err := e.adopt(ctx, withoutFields(desired, p.Ignore), existing, p)
 		return Change{Action: Adopted, Object: obj}, err
 	}
 	// Ours, but not in the cache: the watch is behind, the response to our write was lost, or
@@ -84,13 +84,21 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 	return Change{Action: Applied, Object: desired}, nil
 }
 
-// adopt takes over an existing object that is not the owner's. A create-only node's object
+// adopt takes over live, an existing object that is not the owner's. A create-only node's object
 // keeps its content: only kdag's labels and the owner reference are set (takeOwnership), so a
 // password a user or Helm generated is never replaced. Any other object gets the desired object,
-// as on every later reconcile. It returns the object as the API server stored it.
-func (e *Engine) adopt(ctx context.Context, desired *unstructured.Unstructured, p Policy) (*unstructured.Unstructured, error) {
+// as on every later reconcile; first its ownership is taken the same way if another controller
+// holds it (a StatefulSet's claim under a Delete retention policy), as an apply cannot remove
+// another manager's owner reference and an object has one controller at most. It returns the
+// object as the API server stored it.
+func (e *Engine) adopt(ctx context.Context, desired *unstructured.Unstructured, live metav1.Object, p Policy) (*unstructured.Unstructured, error) {
 	if p.CreateOnly {
 		return e.takeOwnership(ctx, desired)
+	}
+	if other, ours := metav1.GetControllerOfNoCopy(live), metav1.GetControllerOfNoCopy(desired); other != nil && ours != nil && other.UID != ours.UID {
+		if _, err := e.takeOwnership(ctx, desired); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.apply(ctx, desired); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		if !e.mayAdopt(owner, p, live) {
 			return Change{Action: Refused}, e.refusal(owner, desired, live)
 		}
-		obj, err := e.adopt(ctx, desired, p)
+		obj, err := e.adopt(ctx, desired, live, p)
 		return Change{Action: Adopted, Object: obj}, err
 	}
 	if p.CreateOnly && !hasOwnerLabels(owner, live) {

@@ -2,13 +2,16 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -134,4 +137,54 @@ func TestAdoption_AdoptOptionTakesOver(t *testing.T) {
 		t.Errorf("Ready condition %+v, want True", ready)
 	}
 	f.waitEvent("app", corev1.EventTypeNormal, "Adopted")
+}
+
+// TestAdoption_AdoptReplacesAnotherController: adopting an object another controller controls
+// (a StatefulSet's claim under its Delete retention policy) makes kdag's owner its only
+// controller, keeping its other owner references; an apply that added kdag's controller beside
+// the other would be refused (one controller per object), and the owner Stalled.
+func TestAdoption_AdoptReplacesAnotherController(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []NodeOption
+	}{
+		{"adopt", []NodeOption{Adopt()}},
+		{"adopt, create-only", []NodeOption{Adopt(), CreateOnly()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, widgetRM{readyDeployment: true, configOpts: tc.opts})
+			ctx := context.Background()
+			refs := make([]metav1.OwnerReference, 0, 2)
+			for _, name := range []string{"boss", "friend"} {
+				o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+				if err := f.cl.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+				refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: o.UID, Controller: ptr.To(name == "boss")})
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-config", OwnerReferences: refs}}
+			if err := f.cl.Create(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
+			f.settle("app")
+
+			w := f.get(&testapi.Widget{}, "app")
+			cm = f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
+			var got []string
+			for _, r := range cm.OwnerReferences {
+				got = append(got, fmt.Sprintf("%s %s controller=%v", r.Kind, r.Name, ptr.Deref(r.Controller, false)))
+			}
+			slices.Sort(got)
+			if want := []string{"ConfigMap friend controller=false", "Widget app controller=true"}; !slices.Equal(got, want) {
+				t.Errorf("adopted ConfigMap owner references %v, want %v", got, want)
+			}
+			if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != w.GetUID() {
+				t.Errorf("controller %+v, want the Widget", ref)
+			}
+			if ready := condition(f.status("app"), kdagv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+				t.Errorf("Ready condition %+v, want True", ready)
+			}
+		})
+	}
 }
