@@ -26,6 +26,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/tracing"
@@ -50,6 +51,7 @@ type options struct {
 	probeAddr     string
 	leaderElect   bool
 	leaderElectNS string
+	shard         string
 	concurrency   int
 	perController map[string]*int
 	zap           zap.Options
@@ -65,6 +67,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Hold a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty means the namespace the manager runs in.")
+	fs.StringVar(&o.shard, "shard", "",
+		"Reconcile only the owners labelled "+kdagv1alpha1.LabelShard+"=SHARD, in a leader election of their own; "+
+			"empty means the owners without that label. See docs/sharding.md.")
 	fs.IntVar(&o.concurrency, "concurrency", 0, "Owners reconciled in parallel by each controller; 0 means kdag's default (4).")
 	o.perController = map[string]*int{}
 	for _, c := range controllers.Components(nil) {
@@ -102,6 +107,11 @@ func main() {
 // run starts the manager and blocks until SIGINT or SIGTERM; it returns an error when the manager
 // cannot be configured or stops on a failure.
 func run(opts options) error {
+	// A shard is the value of a label and part of the Lease's name: checked before anything runs.
+	leaderElectionID, err := controller.LeaderElectionID("kdag.kdag.dev", opts.shard)
+	if err != nil {
+		return errors.Wrap(err, "--shard")
+	}
 	ctx := ctrl.SetupSignalHandler()
 	// Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) is set.
 	shutdownTracing, err := tracing.Setup(ctx, tracing.WithServiceName("kdag"))
@@ -125,13 +135,13 @@ func run(opts options) error {
 			concurrency[name] = opts.concurrency
 		}
 	}
-	components := controllers.Components(concurrency, controller.WithOperatorVersion(version))
+	components := controllers.Components(concurrency, controller.WithOperatorVersion(version), controller.WithShard(opts.shard))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        "kdag.kdag.dev",
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: opts.leaderElectNS,
 		Cache:                   controller.CacheOptions(scheme, components...),
 		MapperProvider:          controller.MapperProvider,
@@ -148,6 +158,6 @@ func run(opts options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add ready check")
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency))
+	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency), "shard", opts.shard)
 	return errors.Wrap(mgr.Start(ctx), "run manager")
 }

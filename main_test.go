@@ -151,3 +151,14 @@ func TestRunPlan_Text(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_InvalidShard: a --shard that cannot be a label value and a Lease name stops the
+// manager before it connects to anything, saying which flag is wrong.
+func TestRun_InvalidShard(t *testing.T) {
+	for _, shard := range []string{"Shard_A", "a.b", strings.Repeat("a", 64)} {
+		err := run(options{shard: shard})
+		if err == nil || !strings.Contains(err.Error(), "--shard") || !strings.Contains(err.Error(), "not a valid shard name") {
+			t.Errorf("run with --shard=%s: error = %v, want one naming --shard and the invalid name", shard, err)
+		}
+	}
+}

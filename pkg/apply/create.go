@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
 // create writes an object the cache does not hold. The cache only holds objects with kdag's
@@ -131,12 +133,16 @@ func (e *Engine) takeOwnership(ctx context.Context, desired *unstructured.Unstru
 // what the engine's one write to a create-only or adopted object sends (as a merge patch from
 // live), so that its content, a generated password among it, is never rewritten. live's owner
 // references other than a controller one are kept (one controller: kdag's owner, if any).
+// live's kdag.dev/shard label goes when desired has none (its owner moved out of a shard).
 // Neither argument is modified.
 func WithOwnership(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
 	owned := live.DeepCopy()
 	lbls := owned.GetLabels()
 	if lbls == nil {
 		lbls = map[string]string{}
+	}
+	if _, ok := desired.GetLabels()[kdagv1alpha1.LabelShard]; !ok {
+		delete(lbls, kdagv1alpha1.LabelShard)
 	}
 	maps.Copy(lbls, desired.GetLabels())
 	owned.SetLabels(lbls)

@@ -32,7 +32,8 @@ type DesiredOptions struct {
 
 // Desired returns obj as Apply wants it for owner: a copy, prepared for server-side apply
 // (resources.Desired: apiVersion and kind from gvk, no status, no server-set metadata), with
-// kdag's labels (kdagv1alpha1.LabelManagedBy, LabelController, LabelOwnerUID), a controller owner
+// kdag's labels (kdagv1alpha1.LabelManagedBy, LabelController, LabelOwnerUID, and LabelShard
+// with the owner's value when the owner has one, none otherwise), a controller owner
 // reference to owner where one can be held (ExpectsOwnerReference) and o does not Release it,
 // o's annotations, and last
 // kdag.dev/desired-hash over all of that. scheme must know owner's type. It returns an error,
@@ -51,6 +52,7 @@ func Desired(owner Owner, obj client.Object, gvk schema.GroupVersionKind, scheme
 	lbls[kdagv1alpha1.LabelManagedBy] = "kdag"
 	lbls[kdagv1alpha1.LabelController] = owner.Controller
 	lbls[kdagv1alpha1.LabelOwnerUID] = string(owner.Object.GetUID())
+	setShard(lbls, owner.Object)
 	obj.SetLabels(lbls)
 	if o.Keep {
 		ann := obj.GetAnnotations()
@@ -99,4 +101,15 @@ func annotatePodTemplate(u *unstructured.Unstructured, key, value string) error 
 		return unstructured.SetNestedField(u.Object, value, append(path, "metadata", "annotations", key)...)
 	}
 	return nil
+}
+
+// setShard gives lbls, the labels of an object applied for owner, owner's kdag.dev/shard value,
+// or removes the label when owner has none: an object's shard is its owner's, so that the
+// owner's shard caches it, whatever the author's object says.
+func setShard(lbls map[string]string, owner client.Object) {
+	if shard, ok := owner.GetLabels()[kdagv1alpha1.LabelShard]; ok {
+		lbls[kdagv1alpha1.LabelShard] = shard
+	} else {
+		delete(lbls, kdagv1alpha1.LabelShard)
+	}
 }

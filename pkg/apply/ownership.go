@@ -71,11 +71,14 @@ func hasManagerEntry(obj metav1.Object, fieldManager string) bool {
 	return false
 }
 
-// hasOwnerLabels reports whether obj carries kdag's labels for owner.
+// hasOwnerLabels reports whether obj carries kdag's labels for owner, its shard label included
+// (the owner's value, or none when the owner has none).
 func hasOwnerLabels(owner Owner, obj metav1.Object) bool {
 	l := obj.GetLabels()
+	shard, sharded := owner.Object.GetLabels()[kdagv1alpha1.LabelShard]
+	got, has := l[kdagv1alpha1.LabelShard]
 	return l[kdagv1alpha1.LabelOwnerUID] == string(owner.Object.GetUID()) && l[kdagv1alpha1.LabelController] == owner.Controller &&
-		l[kdagv1alpha1.LabelManagedBy] == "kdag"
+		l[kdagv1alpha1.LabelManagedBy] == "kdag" && has == sharded && got == shard
 }
 
 // mayAdopt reports whether an existing object that is not owner's may be taken over: with the
@@ -204,6 +207,6 @@ func (e *Engine) Admits(owner Owner, desired *unstructured.Unstructured, live cl
 }
 
 // HasOwnerLabels reports whether obj carries kdag's labels for owner (kdag.dev/owner-uid,
-// kdag.dev/controller, app.kubernetes.io/managed-by): an owned create-only object without them
+// kdag.dev/controller, app.kubernetes.io/managed-by, and kdag.dev/shard as the owner has it): an owned create-only object without them
 // gets them back with a merge patch, its only write (issue 14's plan shows it as an update).
 func HasOwnerLabels(owner Owner, obj metav1.Object) bool { return hasOwnerLabels(owner, obj) }

@@ -148,7 +148,7 @@ func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 		scoped := false
 		for o, by := range opts.ByObject {
 			if sameType(o, obj) {
-				scoped = by.Label != nil && by.Label.String() == kdagv1alpha1.LabelController
+				scoped = by.Label != nil && selects(by.Label, kdagv1alpha1.LabelController+" exists")
 			}
 		}
 		if scoped != want {

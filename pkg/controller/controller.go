@@ -88,8 +88,9 @@ type ownedType struct {
 // owned type (any change of an object whose controller owner reference, or whose kdag labels,
 // point at an owner).
 //
-// It returns an error when name is empty, when rm declares no owned type, or when a type is not
-// in the manager's scheme — setup mistakes that should stop the process at start.
+// It returns an error when name is empty, when rm declares no owned type, when a type is not
+// in the manager's scheme, or when WithShard names an invalid shard — setup mistakes that should
+// stop the process at start.
 func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
 	m, err := adapt(rm)
 	if err != nil {
@@ -138,6 +139,9 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		opt.applyTo(&o)
 	}
 	o.defaults(name)
+	if err := ValidateShard(o.Shard); err != nil {
+		return nil, errors.Wrapf(err, "controller %s: WithShard", name)
+	}
 	c := &Controller{
 		name:      name,
 		rm:        rm,
@@ -326,6 +330,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName)
+	}
+	if !c.inShard(owner) {
+		// Another shard's owner (a cache not from CacheOptions holds it): not this manager's to
+		// touch, and no teardown either; its own shard's manager reconciles it.
+		c.metrics.ForgetOwner(c.name, req.String())
+		c.refs.untrack(req.NamespacedName)
+		return reconcile.Result{}, nil
 	}
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error

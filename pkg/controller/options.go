@@ -34,6 +34,7 @@ type options struct {
 	ReferenceNamespaces     []string
 	WatchNamespaces         []string
 	KindReadiness           []kindReadiness
+	Shard                   string
 }
 
 // kindReadiness is one WithReadyWhen: the readiness rule of every node of kind's type.
@@ -143,4 +144,16 @@ func (o *options) defaults(name string) {
 // cluster-wide (a ClusterRole, as the chart grants). Controllers ignore it.
 func WithWatchNamespaces(namespaces ...string) Option {
 	return optionFunc(func(o *options) { o.WatchNamespaces = append([]string(nil), namespaces...) })
+}
+
+// WithShard makes the Controller reconcile only owners labelled kdag.dev/shard=shard (static
+// shards, issue 17; docs/sharding.md); the objects it applies for them carry the same label.
+// Give it to For (or to controllers.Components), not to Setup: CacheOptions reads it from the
+// components to select the shard's owners and objects in the manager's cache, and Setup refuses
+// a shard CacheOptions could not see, or components of different shards in one manager. Run one
+// manager per shard, each with its own leader election (LeaderElectionID). shard must be a
+// DNS-1123 label (ValidateShard); New and Setup return an error otherwise. Default: "", no
+// shard: the Controller reconciles only owners without the label.
+func WithShard(shard string) Option {
+	return optionFunc(func(o *options) { o.Shard = shard })
 }

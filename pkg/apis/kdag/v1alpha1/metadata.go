@@ -11,6 +11,14 @@ const (
 	// names, so an owner deleted and re-created under the same name does not claim the old
 	// owner's objects.
 	LabelOwnerUID = "kdag.dev/owner-uid"
+	// LabelShard on an owner names the shard whose manager reconciles it (issue 17, static
+	// shards as in Flux): a manager started with a shard (controller.WithShard, kdag's --shard)
+	// reconciles only owners labelled with its name; a manager without one only owners without
+	// the label. kdag copies the owner's value onto every object it applies for the owner,
+	// child owners included, so that the shard's label-selected cache holds them. The value is
+	// a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters); an empty value
+	// is a label no manager selects. docs/sharding.md says how to move an owner between shards.
+	LabelShard = "kdag.dev/shard"
 
 	// AnnotationDesiredHash is the hash of the desired object (after mutations) that kdag last
 	// applied. An equal hash on the live object, with no drift in managed fields, skips the write.

@@ -1,0 +1,95 @@
+package apply_test
+
+import (
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// TestDesired_CarriesOwnersShard (issue 17): an object's kdag.dev/shard label is its owner's,
+// whatever the author's object says, so that the owner's shard caches it; and a change of the
+// owner's shard changes the desired hash, so that the object is written again.
+func TestDesired_CarriesOwnersShard(t *testing.T) {
+	absent := "<none>"
+	hashes := map[string]string{}
+	for _, tc := range []struct {
+		name                 string
+		ownerShard, objShard string // absent: no label
+		want                 string
+	}{
+		{"owner of shard a", "a", absent, "a"},
+		{"owner of shard a, the author said b", "a", "b", "a"},
+		{"unsharded owner", absent, absent, absent},
+		{"unsharded owner, the author said b", absent, "b", absent},
+		{"owner labelled with an empty value", "", absent, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "uid-1"}}
+			if tc.ownerShard != absent {
+				owner.Labels = map[string]string{kdagv1alpha1.LabelShard: tc.ownerShard}
+			}
+			obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}}
+			if tc.objShard != absent {
+				obj.Labels = map[string]string{kdagv1alpha1.LabelShard: tc.objShard}
+			}
+			u, err := apply.Desired(apply.Owner{Object: owner, Kind: "Widget", Controller: "widgets"}, obj,
+				corev1.SchemeGroupVersion.WithKind("ConfigMap"), scheme, apply.DesiredOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := u.GetLabels()[kdagv1alpha1.LabelShard]
+			if !ok {
+				got = absent
+			}
+			if got != tc.want {
+				t.Errorf("kdag.dev/shard = %q, want %q", got, tc.want)
+			}
+			hashes[tc.want] = u.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]
+		})
+	}
+	if hashes["a"] == hashes[absent] || hashes["a"] == hashes[""] || hashes[""] == hashes[absent] {
+		t.Errorf("desired hashes by shard %v: want a different hash per shard", hashes)
+	}
+}
+
+// TestWithOwnership_Shard: the one write to a create-only object gives it its owner's shard
+// label, and removes the label when the owner has none (it moved out of its shard), leaving the
+// rest of the object alone.
+func TestWithOwnership_Shard(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		desired, live map[string]string
+		want          map[string]string
+	}{
+		{"into shard a", map[string]string{"k": "v", kdagv1alpha1.LabelShard: "a"}, map[string]string{"user": "x"},
+			map[string]string{"k": "v", "user": "x", kdagv1alpha1.LabelShard: "a"}},
+		{"from a to b", map[string]string{kdagv1alpha1.LabelShard: "b"}, map[string]string{kdagv1alpha1.LabelShard: "a"},
+			map[string]string{kdagv1alpha1.LabelShard: "b"}},
+		{"out of shard a", map[string]string{"k": "v"}, map[string]string{"user": "x", kdagv1alpha1.LabelShard: "a"},
+			map[string]string{"k": "v", "user": "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			desired, live := &unstructured.Unstructured{}, &unstructured.Unstructured{}
+			desired.SetLabels(tc.desired)
+			live.SetLabels(tc.live)
+			live.Object["data"] = map[string]any{"password": "kept"}
+			got := apply.WithOwnership(desired, live)
+			if !maps.Equal(got.GetLabels(), tc.want) {
+				t.Errorf("labels = %v, want %v", got.GetLabels(), tc.want)
+			}
+			if got.Object["data"].(map[string]any)["password"] != "kept" {
+				t.Errorf("data = %v, want the live object's", got.Object["data"])
+			}
+			if !maps.Equal(live.GetLabels(), tc.live) {
+				t.Errorf("WithOwnership changed live's labels to %v", live.GetLabels())
+			}
+		})
+	}
+}

@@ -1,0 +1,417 @@
+package controller
+
+// Tests of static shards (issue 17): the shard name, the leader election ID, the cache options,
+// Setup's refusals, and, on envtest, two managers in one process (shard "a" and unsharded) that
+// each reconcile only their own owners, and an owner moving between them with its objects.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/running"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+func TestValidateShard(t *testing.T) {
+	for _, tc := range []struct {
+		shard string
+		ok    bool
+	}{
+		{"", true}, // no shard
+		{"a", true},
+		{"shard-1", true},
+		{strings.Repeat("a", 63), true},
+		{strings.Repeat("a", 64), false},
+		{"A", false},   // a valid label value, not a Lease name part
+		{"a_b", false}, // the same
+		{"a.b", false},
+		{"-a", false},
+		{"a-", false},
+		{"a b", false},
+	} {
+		t.Run(fmt.Sprintf("%q", tc.shard), func(t *testing.T) {
+			err := ValidateShard(tc.shard)
+			if (err == nil) != tc.ok {
+				t.Fatalf("ValidateShard(%q) = %v, want ok %v", tc.shard, err, tc.ok)
+			}
+			if err != nil && (!strings.Contains(err.Error(), fmt.Sprintf("%q", tc.shard)) || !strings.Contains(err.Error(), kdagv1alpha1.LabelShard)) {
+				t.Errorf("error %q names neither the shard nor the label", err)
+			}
+		})
+	}
+}
+
+func TestLeaderElectionID(t *testing.T) {
+	for _, tc := range []struct {
+		name, id, shard string
+		want            string // "": an error
+	}{
+		{"no shard: the ID as it is", "kdag.kdag.dev", "", "kdag.kdag.dev"},
+		{"a shard: its own Lease", "kdag.kdag.dev", "a", "a.kdag.kdag.dev"},
+		{"two shards never share one", "kdag.kdag.dev", "b", "b.kdag.kdag.dev"},
+		{"invalid shard", "kdag.kdag.dev", "A_1", ""},
+		{"too long for a Lease name", strings.Repeat("x", 250), "abcd", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LeaderElectionID(tc.id, tc.shard)
+			if tc.want == "" {
+				if err == nil {
+					t.Fatalf("LeaderElectionID(%q, %q) = %q, want an error", tc.id, tc.shard, got)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("LeaderElectionID(%q, %q) = %q, %v; want %q", tc.id, tc.shard, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCacheOptions_SelectsShard: a manager's cache holds its shard's owners, child owners and
+// objects (kdag.dev/shard=NAME), an unsharded manager's those without the label; owned types
+// keep their kdag.dev/controller selection besides.
+func TestCacheOptions_SelectsShard(t *testing.T) {
+	for _, tc := range []struct {
+		shard, want string
+	}{
+		{"", kdagv1alpha1.LabelShard + " !"},
+		{"a", kdagv1alpha1.LabelShard + " = [a]"},
+	} {
+		t.Run(fmt.Sprintf("shard %q", tc.shard), func(t *testing.T) {
+			// "widgets" owns ConfigMaps; "parents" reconciles Services (an owner type nothing
+			// owns) and owns Widgets, which "widgets" reconciles (a child owner).
+			parent := For("parents", serviceOwnerRM{owned: &testapi.Widget{}}, WithShard(tc.shard))
+			opts := CacheOptions(scheme, For("widgets", funcRM{}, WithShard(tc.shard)), parent)
+			for _, c := range []struct {
+				obj        client.Object
+				controller bool // selected by kdag.dev/controller too
+			}{
+				{&corev1.ConfigMap{}, true},
+				{&appsv1.Deployment{}, true},
+				{&testapi.Widget{}, false},
+				{&corev1.Service{}, false},
+			} {
+				var sel labels.Selector
+				for o, by := range opts.ByObject {
+					if sameType(o, c.obj) {
+						sel = by.Label
+					}
+				}
+				if sel == nil {
+					t.Errorf("%T: no label selector, want %s", c.obj, tc.want)
+					continue
+				}
+				if !selects(sel, tc.want) {
+					t.Errorf("%T: selector %q lacks %s", c.obj, sel, tc.want)
+				}
+				if got := selects(sel, kdagv1alpha1.LabelController+" exists"); got != c.controller {
+					t.Errorf("%T: selector %q selects kdag.dev/controller: %v, want %v", c.obj, sel, got, c.controller)
+				}
+			}
+		})
+	}
+}
+
+// serviceOwnerRM reconciles Services and owns the type of owned (a ResourceManager whose owner
+// type no other test component has).
+type serviceOwnerRM struct{ owned client.Object }
+
+func (rm serviceOwnerRM) OwnedTypes() []client.Object { return []client.Object{rm.owned} }
+
+func (serviceOwnerRM) AddResources(context.Context, *corev1.Service, *Builder) error { return nil }
+
+// selects reports whether sel has the requirement req, written "key operator [values]"
+// ("kdag.dev/controller exists", "kdag.dev/shard = [a]", "kdag.dev/shard !").
+func selects(sel labels.Selector, req string) bool {
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		got := r.Key() + " " + string(r.Operator())
+		if vals := r.ValuesUnsorted(); len(vals) > 0 {
+			got += " " + fmt.Sprint(vals)
+		}
+		if got == req {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSetup_RefusesShardMistakes: a shard that cannot work stops the manager at Setup (and New),
+// before it starts, with what to do instead.
+func TestSetup_RefusesShardMistakes(t *testing.T) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlConfigSkipNameValidation()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		components []Component
+		setupOpts  []Option
+		want       string
+	}{
+		{"invalid shard name", []Component{For("w", funcRM{}, WithShard("Shard_A"))}, nil, `shard "Shard_A" is not a valid shard name`},
+		{"two shards in one manager", []Component{For("w", funcRM{}, WithShard("a")), For("s", serviceOwnerRM{owned: &corev1.ConfigMap{}}, WithShard("b"))},
+			nil, "different shards"},
+		{"a shard and no shard in one manager", []Component{For("w", funcRM{}, WithShard("a")), For("s", serviceOwnerRM{owned: &corev1.ConfigMap{}})},
+			nil, "different shards"},
+		{"shard given to Setup, which CacheOptions cannot see", []Component{For("w", funcRM{})}, []Option{WithShard("a")}, "give it to For"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Setup(t.Context(), mgr, tc.components, tc.setupOpts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Setup error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(mgr, "w", funcRM{}, WithShard("a_b")); err == nil || !strings.Contains(err.Error(), "not a valid shard name") {
+		t.Errorf("New with an invalid shard: error = %v, want one saying the shard name is invalid", err)
+	}
+}
+
+// shardManager is a started manager running the Widget controller of one shard ("" none),
+// as one operator process of a sharded deployment would: its cache from CacheOptions.
+type shardManager struct {
+	shard   string
+	version string // the operator version it writes into its owners' status
+	cache   cache.Cache
+	// seen holds the names of the Widgets whose graph it built (types.NamespacedName → true).
+	seen *sync.Map
+}
+
+// startShard starts a manager of shard watching namespace ns, with the Widget controller named
+// name: every Widget gets a ConfigMap, a create-only Secret (a generated password) and, unless
+// its name ends in "-child", a child Widget "<name>-child", which this controller reconciles too.
+func startShard(t *testing.T, ns, name, shard string) *shardManager {
+	t.Helper()
+	m := &shardManager{shard: shard, version: "shard-" + shard, seen: &sync.Map{}}
+	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+		m.seen.Store(client.ObjectKeyFromObject(w), true)
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
+		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"password": rand.Text()}}, CreateOnly())
+		if !strings.HasSuffix(w.Name, "-child") {
+			b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}})
+		}
+		return nil
+	}}.owning(&testapi.Widget{})
+	comp := For(name, rm, WithShard(shard), WithOperatorVersion(m.version))
+	cacheOpts := CacheOptions(scheme, comp)
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:         scheme,
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		Cache:          cacheOpts,
+		MapperProvider: MapperProvider,
+		Controller:     ctrlConfigSkipNameValidation(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Setup(t.Context(), mgr, []Component{comp}, WithMetrics(reg), WithWatchNamespaces(ns)); err != nil {
+		t.Fatal(err)
+	}
+	running.Manager(t, mgr)
+	if !mgr.GetCache().WaitForCacheSync(t.Context()) {
+		t.Fatal("cache did not sync")
+	}
+	m.cache = mgr.GetCache()
+	return m
+}
+
+// shardObjects are the objects kdag applies for the Widget name: its own, its child Widget's, and
+// that child's own ones.
+func shardObjects(name string) []client.Object {
+	return []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-key"}},
+		&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: name + "-child"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-child-config"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-child-key"}},
+	}
+}
+
+// waitSharded waits until the Widget name in ns is Ready with the status m writes, and every
+// object of shardObjects carries m's shard label (none for the unsharded manager).
+func waitSharded(t *testing.T, ns, name string, m *shardManager) {
+	t.Helper()
+	want := ""
+	if m.shard != "" {
+		want = "=" + m.shard
+	}
+	poll.Until(t, fmt.Sprintf("Widget %s reconciled by the manager of shard %q, its objects labelled so", name, m.shard), 2*waitTimeout,
+		func(ctx context.Context) string {
+			for _, n := range []string{name, name + "-child"} {
+				w := &testapi.Widget{}
+				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, w); err != nil {
+					return err.Error()
+				}
+				if !meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady) || w.Status.OperatorVersion != m.version ||
+					w.Status.ObservedGeneration != w.Generation {
+					return fmt.Sprintf("Widget %s: not Ready with status from %s: %+v", n, m.version, w.Status)
+				}
+			}
+			for _, obj := range shardObjects(name) {
+				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
+					return err.Error()
+				}
+				if got := shardOf(obj); got != want {
+					return fmt.Sprintf("%T %s: shard label %q, want %q", obj, obj.GetName(), got, want)
+				}
+			}
+			return ""
+		})
+}
+
+// TestShards_EachManagerReconcilesItsOwners: of two managers, shard "a" and unsharded, the
+// first reconciles only owners labelled kdag.dev/shard=a and the second only unlabelled ones;
+// the objects of each owner, its child owner's included, carry its shard label; an owner of a
+// shard no manager runs is reconciled by neither.
+func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
+	ns := env.Namespace(t)
+	name := "widget-" + ns
+	a := startShard(t, ns, name, "a")
+	none := startShard(t, ns, name, "")
+	create := func(owner, shard string) {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: owner}}
+		if shard != "" {
+			w.Labels = map[string]string{kdagv1alpha1.LabelShard: shard}
+		}
+		if err := env.Client.Create(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("orphan", "b") // first: its events reach the caches before the others'
+	for _, tc := range []struct {
+		name      string
+		owner     string
+		shard     string
+		by, notBy *shardManager
+	}{
+		{name: "labelled a: the manager of shard a", owner: "in-a", shard: "a", by: a, notBy: none},
+		{name: "unlabelled: the unsharded manager", owner: "plain", by: none, notBy: a},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			create(tc.owner, tc.shard)
+			waitSharded(t, ns, tc.owner, tc.by)
+			for _, n := range []string{tc.owner, tc.owner + "-child"} {
+				if _, ok := tc.notBy.seen.Load(types.NamespacedName{Namespace: ns, Name: n}); ok {
+					t.Errorf("the manager of shard %q built the graph of Widget %s too", tc.notBy.shard, n)
+				}
+				if err := tc.notBy.cache.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: n}, &testapi.Widget{}); !apierrors.IsNotFound(err) {
+					t.Errorf("the cache of the manager of shard %q holds Widget %s (err %v), want NotFound", tc.notBy.shard, n, err)
+				}
+			}
+		})
+	}
+	for _, m := range []*shardManager{a, none} {
+		if _, ok := m.seen.Load(types.NamespacedName{Namespace: ns, Name: "orphan"}); ok {
+			t.Errorf("the manager of shard %q built the graph of Widget orphan, labelled shard b", m.shard)
+		}
+	}
+	orphan := &testapi.Widget{}
+	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orphan"}, orphan); err != nil {
+		t.Fatal(err)
+	}
+	if len(orphan.Status.Conditions) > 0 || len(orphan.Finalizers) > 0 {
+		t.Errorf("Widget orphan of shard b was written to: status %+v, finalizers %v", orphan.Status, orphan.Finalizers)
+	}
+}
+
+// TestShards_MovingAnOwnerKeepsItsObjects: relabelling an owner moves it to the other manager,
+// which relabels its objects (a create-only Secret too, its password kept) and its child owner's;
+// nothing is deleted or re-created (same UIDs), although the old manager's cache sees them all
+// go.
+func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
+	ns := env.Namespace(t)
+	name := "widget-" + ns
+	managers := map[string]*shardManager{"a": startShard(t, ns, name, "a"), "": startShard(t, ns, name, "")}
+	for _, tc := range []struct {
+		name, owner, from, to string
+	}{
+		{"unsharded to a", "up", "", "a"},
+		{"a to unsharded", "down", "a", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner}}
+			if tc.from != "" {
+				w.Labels = map[string]string{kdagv1alpha1.LabelShard: tc.from}
+			}
+			if err := env.Client.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			waitSharded(t, ns, tc.owner, managers[tc.from])
+			uids, passwords := map[string]types.UID{}, map[string]string{}
+			for _, obj := range append(shardObjects(tc.owner), w) {
+				obj.SetNamespace(ns)
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+					t.Fatal(err)
+				}
+				uids[fmt.Sprintf("%T %s", obj, obj.GetName())] = obj.GetUID()
+				if s, ok := obj.(*corev1.Secret); ok {
+					passwords[s.Name] = string(s.Data["password"])
+				}
+			}
+
+			patch := client.MergeFrom(w.DeepCopy())
+			lbls := maps.Clone(w.Labels)
+			if lbls == nil {
+				lbls = map[string]string{}
+			}
+			if tc.to == "" {
+				delete(lbls, kdagv1alpha1.LabelShard)
+			} else {
+				lbls[kdagv1alpha1.LabelShard] = tc.to
+			}
+			w.Labels = lbls
+			if err := env.Client.Patch(t.Context(), w, patch); err != nil {
+				t.Fatal(err)
+			}
+			waitSharded(t, ns, tc.owner, managers[tc.to])
+
+			for _, obj := range append(shardObjects(tc.owner), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: tc.owner}}) {
+				obj.SetNamespace(ns)
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprintf("%T %s", obj, obj.GetName())
+				if obj.GetUID() != uids[key] || obj.GetDeletionTimestamp() != nil {
+					t.Errorf("%s: UID %s (deleting %v), want %s: moving the owner re-created or deleted it", key, obj.GetUID(), obj.GetDeletionTimestamp(), uids[key])
+				}
+				if s, ok := obj.(*corev1.Secret); ok && string(s.Data["password"]) != passwords[s.Name] {
+					t.Errorf("Secret %s: the generated password changed with the move", s.Name)
+				}
+			}
+			old := managers[tc.from]
+			for _, n := range []string{tc.owner, tc.owner + "-child"} {
+				poll.True(t, fmt.Sprintf("Widget %s gone from the cache of the manager of shard %q", n, old.shard), waitTimeout, func(ctx context.Context) bool {
+					return apierrors.IsNotFound(old.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &testapi.Widget{}))
+				})
+			}
+		})
+	}
+}
