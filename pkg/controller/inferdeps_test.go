@@ -17,40 +17,48 @@ import (
 
 // referencingRM adds a ConfigMap from spec.data, a Secret, a claim and a Deployment that mounts
 // the ConfigMap and the claim and reads the Secret through envFrom, with no DependsOn: every
-// edge is inferred (issue 15).
-var referencingRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
-	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
-	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"}, StringData: map[string]string{"token": "t"}})
-	b.Add(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}})
-	b.Add(&appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name: "web", Image: "nginx:1.27",
-						EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-secret"}}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "data", MountPath: "/data"}},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
-						{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-							ClaimName: w.Name + "-data"}}},
+// edge is inferred (issue 15). The claim is ready once Bound (its ReadyWhen: kdag's own rule
+// counts a Pending claim as ready, see TestPendingClaim_DoesNotBlockItsConsumer).
+var referencingRM = referencing(ReadyWhen(func(live client.Object) (bool, error) {
+	return live.(*corev1.PersistentVolumeClaim).Status.Phase == corev1.ClaimBound, nil
+}))
+
+// referencing is referencingRM with claimOpts on the claim's node.
+func referencing(claimOpts ...NodeOption) funcRM {
+	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"}, StringData: map[string]string{"token": "t"}})
+		b.Add(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			}}, claimOpts...)
+		b.Add(&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}},
+					Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{
+							Name: "web", Image: "nginx:1.27",
+							EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+								LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-secret"}}}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "data", MountPath: "/data"}},
+						}},
+						Volumes: []corev1.Volume{
+							{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+								LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
+							{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+								ClaimName: w.Name + "-data"}}},
+						},
 					},
 				},
 			},
-		},
-	}, ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
-	return nil
-}}
+		}, ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		return nil
+	}}
+}
 
 // TestInferredDependencies_WaitsAndRolls: a Deployment that mounts a ConfigMap and a claim and
 // reads a Secret, with no DependsOn, waits until all three are ready (the claim bound), and its
@@ -59,7 +67,7 @@ func TestInferredDependencies_WaitsAndRolls(t *testing.T) {
 	f := newFixture(t, referencingRM.owning(&corev1.PersistentVolumeClaim{}))
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"mode": "fast"}})
 
-	// envtest binds no claim: the claim waits, and so does the Deployment.
+	// envtest binds no claim: the claim waits (its ReadyWhen), and so does the Deployment.
 	_ = f.reconcile("app")
 	for _, o := range []struct {
 		obj  client.Object
@@ -103,6 +111,25 @@ func TestInferredDependencies_WaitsAndRolls(t *testing.T) {
 	}
 	if after.Generation == before.Generation {
 		t.Errorf("Deployment generation stayed %d: the ConfigMap change did not roll its pods", after.Generation)
+	}
+}
+
+// TestPendingClaim_DoesNotBlockItsConsumer: by kdag's own readiness rule a Pending claim is
+// ready, so the Deployment that mounts it is applied (with a WaitForFirstConsumer class the claim
+// binds only once that Deployment's pod is scheduled: waiting for Bound would wait forever), and
+// the owner is Ready only when the Deployment is.
+func TestPendingClaim_DoesNotBlockItsConsumer(t *testing.T) {
+	f := newFixture(t, referencing().owning(&corev1.PersistentVolumeClaim{}))
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"mode": "fast"}})
+	f.settle("app")
+	if pvc := f.get(&corev1.PersistentVolumeClaim{}, "app-data").(*corev1.PersistentVolumeClaim); pvc.Status.Phase == corev1.ClaimBound {
+		t.Fatalf("claim phase %s: envtest binds no claim", pvc.Status.Phase)
+	}
+	if f.notFound(&appsv1.Deployment{}, "app") {
+		t.Fatal("the Deployment that mounts a Pending claim was not applied")
+	}
+	if ready := condition(f.status("app"), kdagv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %+v, want True (the Deployment is ready by its ReadyWhen)", ready)
 	}
 }
 
