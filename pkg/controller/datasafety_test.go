@@ -74,16 +74,7 @@ func TestHash_SameWhetherJustCreatedOrCached(t *testing.T) {
 	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
 		svc := b.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": w.Name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
-		b.Add(&appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: w.Name},
-			Spec: appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
-				},
-			},
-		}, DependsOn(svc), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}), DependsOn(svc), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 		return nil
 	}}
 	f := newFixture(t, rm)

@@ -567,20 +567,23 @@ func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Build
 // webDeployment is the Deployment of the test graphs: w.Name, spec.replicas from the Widget
 // (defaultReplicas without), one nginx container reading the ConfigMap "<name>-config".
 func webDeployment(w *testapi.Widget, defaultReplicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": w.Name}
+	d := podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "web", Image: "nginx:1.27",
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
+	}}})
+	d.Spec.Replicas = ptr.To(ptr.Deref(w.Spec.Replicas, defaultReplicas))
+	return d
+}
+
+// podDeployment is a Deployment named name whose pods, labelled app=name, run pod.
+func podDeployment(name string, pod corev1.PodSpec) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(w.Spec.Replicas, defaultReplicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1.27",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
-				}}},
-			},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: pod},
 		},
 	}
 }

@@ -33,29 +33,20 @@ func referencing(claimOpts ...NodeOption) funcRM {
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			}}, claimOpts...)
-		b.Add(&appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: w.Name},
-			Spec: appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}},
-					Spec: corev1.PodSpec{
-						Containers: []corev1.Container{{
-							Name: "web", Image: "nginx:1.27",
-							EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-								LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-secret"}}}},
-							VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "data", MountPath: "/data"}},
-						}},
-						Volumes: []corev1.Volume{
-							{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-								LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
-							{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-								ClaimName: w.Name + "-data"}}},
-						},
-					},
-				},
+		b.Add(podDeployment(w.Name, corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "web", Image: "nginx:1.27",
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-secret"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "data", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-config"}}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: w.Name + "-data"}}},
 			},
-		}, ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		}), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 		return nil
 	}}
 }

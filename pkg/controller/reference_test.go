@@ -122,19 +122,10 @@ func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
 // "<name>-db", which it references with RequireKeys.
 var keysRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
 	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}}, RequireKeys("host", "user", "password"))
-	b.Add(&appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.Name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": w.Name}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
-					EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-db"}}}},
-				}}},
-			},
-		},
-	}, DependsOn(db), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
+		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-db"}}}},
+	}}}), DependsOn(db), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
 }}
 
