@@ -338,6 +338,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.refs.untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
+	if next, ok := c.handOverTo(owner); ok {
+		// Dynamic shards: the assigner asks this replica to give the owner to another shard.
+		// This reconcile is the only one of the owner in this controller, so handing it over
+		// here means this replica has finished with it.
+		c.metrics.ForgetOwner(c.name, req.String())
+		c.refs.untrack(req.NamespacedName)
+		return c.handOver(ctx, owner, next)
+	}
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
 	defer func() { tracing.EndSpan(span, err) }()
