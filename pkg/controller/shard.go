@@ -22,7 +22,9 @@ import (
 // labelled kdag.dev/shard with its shard's name (WithShard), an unsharded manager those without
 // the label. The manager's cache holds only its shard's owners and objects (CacheOptions), and
 // the objects kdag applies carry their owner's shard label (apply.Desired), so a child owner
-// lands in its parent's shard. docs/sharding.md is the user's side.
+// lands in its parent's shard. With dynamic shards (package shard), an owner annotated
+// kdag.dev/shard-next is handed over by its shard's Reconcile instead of reconciled (handOver).
+// docs/sharding.md is the user's side.
 
 // ValidateShard returns nil when shard can name a shard: "" (no shard) or a DNS-1123 label
 // (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63

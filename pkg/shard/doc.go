@@ -15,8 +15,9 @@
 // A replica otherwise is a static shard: its components are given controller.WithShard(id) and
 // its cache selects its shard (controller.CacheOptions). Usage, in main:
 //
-//	components := controllers.Components(nil, controller.WithShard(id))
+//	components := []controller.Component{controller.For("widgets", rm, controller.WithShard(id))}
 //	mgr, _ := ctrl.NewManager(cfg, ctrl.Options{
+//		Scheme:           scheme,
 //		Cache:            controller.CacheOptions(scheme, components...),
 //		LeaderElection:   true,
 //		LeaderElectionID: shard.AssignerLeaderElectionID,
