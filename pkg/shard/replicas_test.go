@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -219,13 +220,19 @@ func startReplica(t *testing.T, env *envtest.Environment, ns, id string, act *ac
 // member that joins and only from one that leaves), so each replica has one span per Widget.
 func TestReplicas_ShareOwners(t *testing.T) {
 	env := api.Env(t)
-	// A fixed namespace: owners are hashed by namespace/name, so the split is the same on every run.
+	// A fixed namespace: owners are hashed by namespace/name, so the split is the same on every
+	// run. envtest never finishes deleting a namespace (it runs no namespace controller), so the
+	// test empties it instead, and a second run (-count) reuses it.
 	ns := "dynamic-shards"
-	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		for _, obj := range []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}} {
+			if err := env.Client.DeleteAllOf(context.Background(), obj, client.InNamespace(ns)); err != nil {
+				t.Errorf("empty namespace %s of %T: %v", ns, obj, err)
+			}
+		}
 	})
 	act := &activity{times: map[string]map[string][]time.Time{}, held: map[string]chan struct{}{}, holding: make(chan string, 1)}
 	stops := map[string]func(){}
