@@ -13,13 +13,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -29,6 +32,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/plan"
+	"github.com/kdag-dev/kdag/pkg/shard"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -52,6 +56,8 @@ type options struct {
 	leaderElect   bool
 	leaderElectNS string
 	shard         string
+	shards        string
+	shardID       string
 	concurrency   int
 	perController map[string]*int
 	zap           zap.Options
@@ -70,6 +76,12 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.shard, "shard", "",
 		"Reconcile only the owners labelled "+kdagv1alpha1.LabelShard+"=SHARD, in a leader election of their own; "+
 			"empty means the owners without that label. See docs/sharding.md.")
+	fs.StringVar(&o.shards, "shards", "",
+		"\"auto\": dynamic shards. Every replica reconciles its own shard, named --shard-id, and the owners without a "+
+			"static shard are spread over the live replicas (member Leases in --leader-election-namespace). "+
+			"Implies --leader-elect (for the assigner); excludes --shard. See docs/sharding.md.")
+	fs.StringVar(&o.shardID, "shard-id", "",
+		"With --shards=auto, this replica's shard name; empty means the host name (the pod's name), made a DNS-1123 label.")
 	fs.IntVar(&o.concurrency, "concurrency", 0, "Owners reconciled in parallel by each controller; 0 means kdag's default (4).")
 	o.perController = map[string]*int{}
 	for _, c := range controllers.Components(nil) {
@@ -107,10 +119,9 @@ func main() {
 // run starts the manager and blocks until SIGINT or SIGTERM; it returns an error when the manager
 // cannot be configured or stops on a failure.
 func run(opts options) error {
-	// A shard is the value of a label and part of the Lease's name: checked before anything runs.
-	leaderElectionID, err := controller.LeaderElectionID("kdag.kdag.dev", opts.shard)
+	sharding, err := opts.sharding()
 	if err != nil {
-		return errors.Wrap(err, "--shard")
+		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
 	// Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) is set.
@@ -135,16 +146,19 @@ func run(opts options) error {
 			concurrency[name] = opts.concurrency
 		}
 	}
-	components := controllers.Components(concurrency, controller.WithOperatorVersion(version), controller.WithShard(opts.shard))
+	components := controllers.Components(concurrency, controller.WithOperatorVersion(version), controller.WithShard(sharding.shard))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress:  opts.probeAddr,
-		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        leaderElectionID,
-		LeaderElectionNamespace: opts.leaderElectNS,
-		Cache:                   controller.CacheOptions(scheme, components...),
-		MapperProvider:          controller.MapperProvider,
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                sharding.leaderElect,
+		LeaderElectionID:              sharding.leaderElectionID,
+		LeaderElectionNamespace:       sharding.namespace,
+		LeaderElectionReleaseOnCancel: sharding.auto,
+		Cache:                         controller.CacheOptions(scheme, components...),
+		MapperProvider:                controller.MapperProvider,
+		// With dynamic shards, every replica reconciles (its own shard); only the assigner is elected.
+		Controller: config.Controller{NeedLeaderElection: ptr.To(!sharding.auto)},
 	})
 	if err != nil {
 		return errors.Wrap(err, "create manager")
@@ -152,12 +166,72 @@ func run(opts options) error {
 	if err := controller.Setup(ctx, mgr, components); err != nil {
 		return err
 	}
+	if sharding.auto {
+		if err := shard.Add(mgr, sharding.shard, components, shard.WithNamespace(sharding.namespace)); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add health check")
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add ready check")
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency), "shard", opts.shard)
+	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency), "shard", sharding.shard,
+		"dynamicShards", sharding.auto)
 	return errors.Wrap(mgr.Start(ctx), "run manager")
+}
+
+// sharding is how the manager shares the owners with others, from the flags.
+type sharding struct {
+	auto             bool   // --shards=auto
+	shard            string // the manager's shard: --shard, or the replica's ID with --shards=auto
+	leaderElect      bool
+	leaderElectionID string
+	namespace        string // of the leader election Lease, and of the member Leases with auto
+}
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// sharding checks the sharding flags (a shard is the value of a label and part of a Lease's
+// name: checked before anything runs) and returns what they mean, or an error that names the
+// flag to fix.
+func (o options) sharding() (sharding, error) {
+	s := sharding{shard: o.shard, leaderElect: o.leaderElect, namespace: o.leaderElectNS}
+	switch o.shards {
+	case "":
+		if o.shardID != "" {
+			return s, errors.New("--shard-id needs --shards=auto")
+		}
+		id, err := controller.LeaderElectionID("kdag.kdag.dev", o.shard)
+		s.leaderElectionID = id
+		return s, errors.Wrap(err, "--shard")
+	case "auto":
+	default:
+		return s, errors.Errorf("--shards=%q: the only value is \"auto\"", o.shards)
+	}
+	if o.shard != "" {
+		return s, errors.New("--shard and --shards=auto exclude each other: a replica of dynamic shards is the shard --shard-id")
+	}
+	s.auto, s.leaderElect, s.leaderElectionID = true, true, shard.AssignerLeaderElectionID
+	s.shard = o.shardID
+	if s.shard == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return s, errors.Wrap(err, "--shards=auto: no --shard-id, and no host name to take it from")
+		}
+		s.shard = shard.SanitizeID(host)
+	}
+	if err := controller.ValidateShard(s.shard); err != nil {
+		return s, errors.Wrap(err, "--shard-id")
+	}
+	if s.namespace == "" {
+		ns, err := os.ReadFile(serviceAccountNamespace)
+		if err != nil {
+			return s, errors.New("--shards=auto outside a pod: set --leader-election-namespace, where the replicas' Leases go")
+		}
+		s.namespace = strings.TrimSpace(string(ns))
+	}
+	return s, nil
 }

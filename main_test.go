@@ -162,3 +162,38 @@ func TestRun_InvalidShard(t *testing.T) {
 		}
 	}
 }
+
+// TestOptions_Sharding: the sharding flags, static and dynamic, and their mistakes, which stop the
+// manager before it connects to anything, naming the flag to fix.
+func TestOptions_Sharding(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts options
+		want sharding
+		err  string // "": no error
+	}{
+		{name: "unsharded", opts: options{}, want: sharding{leaderElectionID: "kdag.kdag.dev"}},
+		{name: "a static shard", opts: options{shard: "a", leaderElect: true},
+			want: sharding{shard: "a", leaderElect: true, leaderElectionID: "a.kdag.kdag.dev"}},
+		{name: "dynamic shards: the replica's shard, the assigner's election, the Lease namespace",
+			opts: options{shards: "auto", shardID: "kdag-0", leaderElectNS: "ops"},
+			want: sharding{auto: true, shard: "kdag-0", leaderElect: true, leaderElectionID: "assigner.kdag.kdag.dev", namespace: "ops"}},
+		{name: "--shards=auto and --shard", opts: options{shards: "auto", shard: "a", shardID: "x", leaderElectNS: "ops"}, err: "exclude each other"},
+		{name: "--shards other than auto", opts: options{shards: "3"}, err: `the only value is "auto"`},
+		{name: "--shard-id without --shards=auto", opts: options{shardID: "x"}, err: "--shard-id needs --shards=auto"},
+		{name: "an invalid --shard-id", opts: options{shards: "auto", shardID: "Kdag_0", leaderElectNS: "ops"}, err: "--shard-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.opts.sharding()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("sharding() error = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("sharding() = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -313,7 +313,9 @@ func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 	return err == nil
 }
 
-// Reconcile brings one owner to its desired state. It implements reconcile.Reconciler.
+// Reconcile brings one owner to its desired state. It implements reconcile.Reconciler. An owner
+// of another shard is left alone; an owner of its shard that the assigner of dynamic shards asks
+// to move (kdagv1alpha1.AnnotationShardNext) is handed over, not reconciled (docs/sharding.md).
 //
 // It returns nil when every node is ready or waits for readiness (the watch on the node's
 // object resumes the owner), a reconcile.TerminalError when only a change of the owner can help
@@ -337,6 +339,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.metrics.ForgetOwner(c.name, req.String())
 		c.refs.untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
+	}
+	if next, ok := c.handOverTo(owner); ok {
+		// Dynamic shards: the assigner asks this replica to give the owner to another shard.
+		// This reconcile is the only one of the owner in this controller, so handing it over
+		// here means this replica has finished with it.
+		c.metrics.ForgetOwner(c.name, req.String())
+		c.refs.untrack(req.NamespacedName)
+		return c.handOver(ctx, owner, next)
 	}
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error

@@ -415,3 +415,45 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestShards_HandOver: an owner of shard a annotated kdag.dev/shard-next=b (dynamic shards: the
+// assigner asks shard a to let it go) is handed over by a without building its graph: a relabels
+// it b, records the assignment and removes the request, and b reconciles it. A request naming the
+// owner's own shard, or an invalid one, is no request: a reconciles the owner.
+func TestShards_HandOver(t *testing.T) {
+	ns := env.Namespace(t)
+	name := "widget-" + ns
+	managers := map[string]*shardManager{"a": startShard(t, ns, name, "a"), "b": startShard(t, ns, name, "b")}
+	for _, tc := range []struct {
+		name, owner, next string
+		to                string // the shard that reconciles the owner
+	}{
+		{"asked to move to b: handed over", "moving", "b", "b"},
+		{"asked to stay in a: reconciled by a", "staying", "a", "a"},
+		{"asked to move to an invalid shard: reconciled by a", "invalid", "B_1", "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner,
+				Labels:      map[string]string{kdagv1alpha1.LabelShard: "a"},
+				Annotations: map[string]string{kdagv1alpha1.AnnotationShardAssigned: "a", kdagv1alpha1.AnnotationShardNext: tc.next}}}
+			if err := env.Client.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			waitSharded(t, ns, tc.owner, managers[tc.to])
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+				t.Fatal(err)
+			}
+			if tc.to == "b" {
+				if w.Labels[kdagv1alpha1.LabelShard] != "b" || w.Annotations[kdagv1alpha1.AnnotationShardAssigned] != "b" {
+					t.Errorf("handed over: labels %v, annotations %v; want shard b, assigned b", w.Labels, w.Annotations)
+				}
+				if _, ok := w.Annotations[kdagv1alpha1.AnnotationShardNext]; ok {
+					t.Errorf("handed over, the request %s stays: %v", kdagv1alpha1.AnnotationShardNext, w.Annotations)
+				}
+				if _, ok := managers["a"].seen.Load(client.ObjectKeyFromObject(w)); ok {
+					t.Errorf("shard a built the graph of Widget %s, which it was asked to hand over", tc.owner)
+				}
+			}
+		})
+	}
+}

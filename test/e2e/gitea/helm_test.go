@@ -19,8 +19,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestHelmChart lints charts/kdag and applies its rendering, for each sharding mode (one manager,
-// static shards: a Deployment per shard with --shard, distinct selectors), to the local cluster with a
+// TestHelmChart lints charts/kdag and applies its rendering, for each sharding mode (one manager;
+// static shards: a Deployment per shard with --shard, distinct selectors; dynamic shards:
+// --shards=auto), to the local cluster with a
 // server-side dry run, so the API server validates every manifest (schemas, RBAC rules).
 func TestHelmChart(t *testing.T) {
 	root, err := filepath.Abs(repoRoot)
@@ -57,7 +58,8 @@ func TestHelmChart(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		set  []string
-		// shards are the --shard flags of the Deployments, by Deployment name ("" for none).
+		// shards are the --shard flags of the Deployments, by Deployment name ("" for none,
+		// "auto" for --shards=auto).
 		shards map[string]string
 	}{
 		{"one manager", nil, map[string]string{"t-kdag": ""}},
@@ -65,6 +67,7 @@ func TestHelmChart(t *testing.T) {
 			map[string]string{"t-kdag": "", "t-kdag-shard-tenants-a": "tenants-a", "t-kdag-shard-tenants-b": "tenants-b"}},
 		{"static shards only", []string{"--set", "sharding.mode=static", "--set", "sharding.shards={a}", "--set", "sharding.unsharded=false"},
 			map[string]string{"t-kdag-shard-a": "a"}},
+		{"dynamic shards", []string{"--set", "sharding.mode=auto", "--set", "replicaCount=3"}, map[string]string{"t-kdag": "auto"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			manifests := runHelm(append([]string{"template", "t", "charts/kdag", "--namespace", "kdag-system"}, tc.set...)...)
@@ -84,6 +87,9 @@ func TestHelmChart(t *testing.T) {
 				for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
 					if shard, ok := strings.CutPrefix(arg, "--shard="); ok {
 						got[d.Name] = shard
+					}
+					if arg == "--shards=auto" {
+						got[d.Name] = "auto"
 					}
 				}
 				sel := fmt.Sprint(d.Spec.Selector.MatchLabels)

@@ -19,6 +19,24 @@ const (
 	// a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters); an empty value
 	// is a label no manager selects. docs/sharding.md says how to move an owner between shards.
 	LabelShard = "kdag.dev/shard"
+	// AnnotationShardAssigned on an owner says that kdag's shard assigner (dynamic shards,
+	// --shards=auto, package shard) chose its LabelShard: its value is the shard the assigner (or
+	// the replica that handed the owner over) wrote into the label, in the same patch. An owner
+	// whose label equals it is dynamically sharded and may be moved by the assigner; an owner
+	// with a LabelShard and no AnnotationShardAssigned, or a label that differs from it (a user
+	// relabelled it), is statically sharded and left alone.
+	AnnotationShardAssigned = "kdag.dev/shard-assigned"
+	// AnnotationShardNext on a dynamically sharded owner names the shard the assigner moves it
+	// to while the replica of its current shard is alive: that replica, on its next reconcile of
+	// the owner, does no work and hands the owner over itself (LabelShard and
+	// AnnotationShardAssigned set to the new shard, AnnotationShardNext removed, in one patch
+	// conditional on the owner's resourceVersion), so that two replicas never reconcile the
+	// owner at once. docs/sharding.md describes the handshake.
+	AnnotationShardNext = "kdag.dev/shard-next"
+	// LabelShardMember on a coordination.k8s.io Lease marks it as the membership Lease of one
+	// replica of a dynamically sharded operator; its value is the operator's group ("kdag"), so
+	// that the assigner lists the members of its own operator only.
+	LabelShardMember = "kdag.dev/shard-member"
 
 	// AnnotationDesiredHash is the hash of the desired object (after mutations) that kdag last
 	// applied. An equal hash on the live object, with no drift in managed fields, skips the write.

@@ -1,0 +1,324 @@
+package shard
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/pkg/errors"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+)
+
+// retryAfter is how soon the assigner looks again at owners it could not move (a write refused,
+// a Lease that looked expired in its cache but was renewed on the API server).
+const retryAfter = time.Second
+
+// Assigner gives every dynamically sharded owner to one live member: the member the Ring of
+// live member Leases assigns its "namespace/name" to. It watches the metadata of the owners of
+// every component type (all shards, in a cache of its own, since the manager's cache holds one
+// shard) and the member Leases, and after any change looks at every owner again:
+//
+//   - an owner without a kdag.dev/shard label is labelled with its member;
+//   - an owner of a shard whose Lease expired is relabelled to its member (after a read of the
+//     Lease from the API server confirms the expiry);
+//   - an owner of a live shard that is not its member gets kdag.dev/shard-next naming its
+//     member, and its current replica hands it over (controller.Controller's Reconcile);
+//   - statically sharded owners (a kdag.dev/shard label without a matching
+//     kdag.dev/shard-assigned annotation), child owners (they carry kdag.dev/controller: their
+//     parent's apply sets their shard) and owners being deleted are left alone.
+//
+// Every write is a merge patch conditional on the owner's resourceVersion. It is a
+// manager.Runnable for one replica at a time (NeedLeaderElection is true): run the replicas'
+// managers with leader election.
+type Assigner struct {
+	cfg        *rest.Config
+	httpClient *http.Client
+	scheme     *runtime.Scheme
+	mapper     meta.RESTMapper
+	writer     client.Client // patches owners
+	reader     client.Reader // reads Leases from the API server
+	gvks       []schema.GroupVersionKind
+	o          options
+	log        logr.Logger
+}
+
+// NewAssigner returns the Assigner of the owners of components, for mgr's API server, scheme and
+// REST mapper. It returns an error when an option is invalid or a component's owner type is not
+// in mgr's scheme.
+func NewAssigner(mgr ctrl.Manager, components []controller.Component, opts ...Option) (*Assigner, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	a := &Assigner{
+		cfg: mgr.GetConfig(), httpClient: mgr.GetHTTPClient(), scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
+		writer: mgr.GetClient(), reader: mgr.GetAPIReader(), o: o, log: logr.Discard(),
+	}
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, comp := range components {
+		gvk, err := apiutil.GVKForObject(comp.NewOwner(), mgr.GetScheme())
+		if err != nil {
+			return nil, errors.Wrapf(err, "shard: owner type of component %s", comp.Name())
+		}
+		if !seen[gvk] {
+			seen[gvk] = true
+			a.gvks = append(a.gvks, gvk)
+		}
+	}
+	return a, nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: one assigner at a time.
+func (a *Assigner) NeedLeaderElection() bool { return true }
+
+// Start runs the assigner until ctx is done (then it returns nil). It returns an error when its
+// cache cannot be set up or stops on its own.
+func (a *Assigner) Start(ctx context.Context) error {
+	a.log = logr.FromContextOrDiscard(ctx).WithName("shard-assigner")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := a.newCache()
+	if err != nil {
+		return err
+	}
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}
+	objs := []client.Object{&coordinationv1.Lease{}}
+	for _, gvk := range a.gvks {
+		objs = append(objs, metadataOf(gvk))
+	}
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return errors.Wrapf(err, "shard: watch %T", obj)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return errors.Wrapf(err, "shard: watch %T", obj)
+		}
+	}
+	var wg sync.WaitGroup
+	stopped := make(chan error, 1)
+	wg.Go(func() { stopped <- c.Start(ctx) })
+	defer wg.Wait() // after cancel, which runs first
+	if !c.WaitForCacheSync(ctx) {
+		return nil // ctx is done
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-stopped:
+			return errors.Wrap(err, "shard: the assigner's cache stopped")
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Reset(a.pass(ctx, c))
+	}
+}
+
+// newCache returns the assigner's cache: the member Leases of its group in its namespace, and
+// the owners' metadata (added by Start) in the watched namespaces.
+func (a *Assigner) newCache() (cache.Cache, error) {
+	var namespaces map[string]cache.Config
+	if len(a.o.watchNamespaces) > 0 {
+		namespaces = map[string]cache.Config{}
+		for _, ns := range a.o.watchNamespaces {
+			namespaces[ns] = cache.Config{}
+		}
+	}
+	c, err := cache.New(a.cfg, cache.Options{
+		HTTPClient: a.httpClient, Scheme: a.scheme, Mapper: a.mapper, DefaultNamespaces: namespaces,
+		ByObject: map[client.Object]cache.ByObject{&coordinationv1.Lease{}: {
+			Namespaces: map[string]cache.Config{a.o.namespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{kdagv1alpha1.LabelShardMember: a.o.group}),
+		}},
+	})
+	return c, errors.Wrap(err, "shard: the assigner's cache")
+}
+
+// metadataOf returns an empty PartialObjectMetadata of gvk.
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(gvk)
+	return o
+}
+
+// pass looks at every owner once and moves those not with their member. It returns how soon to
+// look again without an event: when the first live Lease expires, or retryAfter when a move
+// failed.
+func (a *Assigner) pass(ctx context.Context, c cache.Cache) time.Duration {
+	now := a.o.now()
+	next := time.Hour
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(a.o.namespace)); err != nil {
+		a.log.Info("could not list the member Leases", "error", err.Error())
+		return retryAfter
+	}
+	var live []string
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		id := ptr.Deref(l.Spec.HolderIdentity, "")
+		if exp := expiry(l); exp.After(now) && l.Name == a.o.leaseName(id) && controller.ValidateShard(id) == nil {
+			live = append(live, id)
+			next = min(next, exp.Sub(now)+10*time.Millisecond)
+		}
+	}
+	ring := NewRing(live...)
+	confirmed := map[string]bool{} // shard → its Lease is expired on the API server too
+	for _, gvk := range a.gvks {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			a.log.Info("could not list owners", "kind", gvk.Kind, "error", err.Error())
+			next = min(next, retryAfter)
+			continue
+		}
+		for i := range list.Items {
+			owner := &list.Items[i]
+			owner.SetGroupVersionKind(gvk)
+			mv, ok := decide(owner, ring)
+			if !ok {
+				continue
+			}
+			if err := a.move(ctx, owner, mv, confirmed, now); err != nil {
+				a.log.Info("could not move an owner", "kind", gvk.Kind, "owner", client.ObjectKeyFromObject(owner).String(),
+					"from", mv.from, "to", mv.to, "error", err.Error())
+				next = min(next, retryAfter)
+			}
+		}
+	}
+	return next
+}
+
+// errStillLive says that a Lease that looked expired in the assigner's cache is live on the API
+// server: the owner stays until the cache catches up.
+var errStillLive = errors.New("the current shard's Lease is live on the API server")
+
+// move writes mv to owner. Before it takes an owner from a shard without a live Lease, it reads
+// that shard's Lease from the API server (once per pass, memoized in confirmed) and leaves the
+// owner when the Lease is live after all.
+func (a *Assigner) move(ctx context.Context, owner *metav1.PartialObjectMetadata, mv move, confirmed map[string]bool, now time.Time) error {
+	if mv.kind == moveLabel && mv.from != "" {
+		dead, ok := confirmed[mv.from]
+		if !ok {
+			l := &coordinationv1.Lease{}
+			err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.o.namespace, Name: a.o.leaseName(mv.from)}, l)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return errors.Wrapf(err, "read the Lease of shard %s", mv.from)
+			}
+			dead = err != nil || !expiry(l).After(now)
+			confirmed[mv.from] = dead
+		}
+		if !dead {
+			return errStillLive
+		}
+	}
+	before := owner.DeepCopy()
+	lbls, anns := maps.Clone(owner.Labels), maps.Clone(owner.Annotations)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	if anns == nil {
+		anns = map[string]string{}
+	}
+	switch mv.kind {
+	case moveLabel:
+		lbls[kdagv1alpha1.LabelShard] = mv.to
+		anns[kdagv1alpha1.AnnotationShardAssigned] = mv.to
+		delete(anns, kdagv1alpha1.AnnotationShardNext)
+	case moveAsk:
+		anns[kdagv1alpha1.AnnotationShardNext] = mv.to
+	case moveWithdraw:
+		delete(anns, kdagv1alpha1.AnnotationShardNext)
+	}
+	owner.Labels, owner.Annotations = lbls, anns
+	err := a.writer.Patch(ctx, owner, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		return errors.Wrapf(err, "patch %s", mv.kind)
+	}
+	a.log.V(1).Info("moved an owner", "kind", owner.Kind, "owner", client.ObjectKeyFromObject(owner).String(),
+		"action", string(mv.kind), "from", mv.from, "to", mv.to)
+	return nil
+}
+
+// moveKind is what the assigner writes to an owner.
+type moveKind string
+
+const (
+	// moveLabel sets the owner's shard label (and kdag.dev/shard-assigned) to the new shard and
+	// removes kdag.dev/shard-next: for an owner without a shard, or of a shard without a live
+	// Lease, which no replica reconciles.
+	moveLabel moveKind = "label"
+	// moveAsk sets kdag.dev/shard-next to the new shard: the replica of the live current shard
+	// hands the owner over.
+	moveAsk moveKind = "ask"
+	// moveWithdraw removes a kdag.dev/shard-next that no longer names the owner's member (its
+	// member is its current shard again).
+	moveWithdraw moveKind = "withdraw"
+)
+
+// move is one write of the assigner: what, from which shard ("" none) to which.
+type move struct {
+	kind     moveKind
+	from, to string
+}
+
+// decide returns what the assigner does with owner given the live members in ring, and false
+// when it leaves the owner as it is (the rules are on Assigner).
+func decide(owner metav1.Object, ring Ring) (move, bool) {
+	lbls, anns := owner.GetLabels(), owner.GetAnnotations()
+	if owner.GetDeletionTimestamp() != nil || lbls[kdagv1alpha1.LabelController] != "" {
+		return move{}, false
+	}
+	current, labelled := lbls[kdagv1alpha1.LabelShard]
+	assigned, dynamic := anns[kdagv1alpha1.AnnotationShardAssigned]
+	if labelled && (!dynamic || assigned != current) {
+		return move{}, false // a static shard
+	}
+	target := ring.Owner(owner.GetNamespace() + "/" + owner.GetName())
+	if target == "" {
+		return move{}, false // no live member
+	}
+	next, asked := anns[kdagv1alpha1.AnnotationShardNext]
+	switch {
+	case !labelled:
+		return move{kind: moveLabel, to: target}, true
+	case current == target:
+		return move{kind: moveWithdraw, from: current, to: target}, asked
+	case ring.Has(current):
+		return move{kind: moveAsk, from: current, to: target}, next != target
+	default:
+		return move{kind: moveLabel, from: current, to: target}, true
+	}
+}

@@ -1,0 +1,89 @@
+package shard
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+)
+
+// TestDecide: what the assigner writes to one owner, given its metadata and the live members.
+func TestDecide(t *testing.T) {
+	ring := NewRing("r-a", "r-b", "r-c")
+	// pick finds an owner name whose member is want and returns it.
+	pick := func(want string) string {
+		for i := range 1000 {
+			name := "w-" + string(rune('a'+i%26)) + string(rune('a'+i/26%26))
+			if ring.Owner("ns/"+name) == want {
+				return name
+			}
+		}
+		t.Fatalf("no owner name for %s", want)
+		return ""
+	}
+	name := pick("r-a") // its member is r-a
+	const (
+		shard    = kdagv1alpha1.LabelShard
+		assigned = kdagv1alpha1.AnnotationShardAssigned
+		next     = kdagv1alpha1.AnnotationShardNext
+	)
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name        string
+		labels      map[string]string
+		annotations map[string]string
+		deleting    bool
+		want        *move // nil: left alone
+	}{
+		{name: "no label: labelled with its member", want: &move{kind: moveLabel, to: "r-a"}},
+		{name: "no label, an assignment left from before: labelled",
+			annotations: map[string]string{assigned: "r-x"}, want: &move{kind: moveLabel, to: "r-a"}},
+		{name: "with its member: nothing",
+			labels: map[string]string{shard: "r-a"}, annotations: map[string]string{assigned: "r-a"}},
+		{name: "with a live replica that is not its member: asked to hand over",
+			labels: map[string]string{shard: "r-b"}, annotations: map[string]string{assigned: "r-b"},
+			want: &move{kind: moveAsk, from: "r-b", to: "r-a"}},
+		{name: "already asked: nothing more",
+			labels: map[string]string{shard: "r-b"}, annotations: map[string]string{assigned: "r-b", next: "r-a"}},
+		{name: "asked for another shard that has left: asked again for its member",
+			labels: map[string]string{shard: "r-b"}, annotations: map[string]string{assigned: "r-b", next: "r-x"},
+			want: &move{kind: moveAsk, from: "r-b", to: "r-a"}},
+		{name: "with a dead replica: relabelled directly",
+			labels: map[string]string{shard: "r-x"}, annotations: map[string]string{assigned: "r-x"},
+			want: &move{kind: moveLabel, from: "r-x", to: "r-a"}},
+		{name: "with a dead replica that was asked to hand over: relabelled directly",
+			labels: map[string]string{shard: "r-x"}, annotations: map[string]string{assigned: "r-x", next: "r-b"},
+			want: &move{kind: moveLabel, from: "r-x", to: "r-a"}},
+		{name: "back with its member while asked to move: the request withdrawn",
+			labels: map[string]string{shard: "r-a"}, annotations: map[string]string{assigned: "r-a", next: "r-b"},
+			want: &move{kind: moveWithdraw, from: "r-a", to: "r-a"}},
+		{name: "a static shard: left alone", labels: map[string]string{shard: "eu"}},
+		{name: "a static shard that is a live replica's name: left alone", labels: map[string]string{shard: "r-b"}},
+		{name: "relabelled by a user: now static, left alone",
+			labels: map[string]string{shard: "eu"}, annotations: map[string]string{assigned: "r-b"}},
+		{name: "an empty label: static, left alone", labels: map[string]string{shard: ""}},
+		{name: "a child owner: its parent's apply sets its shard",
+			labels: map[string]string{kdagv1alpha1.LabelController: "widgets"}},
+		{name: "being deleted: its shard tears it down", deleting: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner := &metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: tc.labels, Annotations: tc.annotations}
+			if tc.deleting {
+				owner.DeletionTimestamp = &now
+			}
+			got, ok := decide(owner, ring)
+			switch {
+			case tc.want == nil && ok:
+				t.Errorf("decide = %+v, want the owner left alone", got)
+			case tc.want != nil && !ok:
+				t.Errorf("decide left the owner alone, want %+v", *tc.want)
+			case tc.want != nil && got != *tc.want:
+				t.Errorf("decide = %+v, want %+v", got, *tc.want)
+			}
+		})
+	}
+	if _, ok := decide(&metav1.ObjectMeta{Namespace: "ns", Name: name}, Ring{}); ok {
+		t.Errorf("with no live member, decide moved an owner")
+	}
+}
