@@ -348,19 +348,24 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.refs.untrack(req.NamespacedName)
 		return c.handOver(ctx, owner, next)
 	}
+	start := time.Now()
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
 	defer func() { tracing.EndSpan(span, err) }()
 	logger := capVerbosity(log.FromContext(ctx)).WithValues("controller", c.name, "owner", req.String())
+	if c.opts.Shard != "" {
+		logger = logger.WithValues("shard", c.opts.Shard)
+	}
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
 	var res reconcile.Result
 	res, err = c.reconcile(ctx, owner)
+	// duration: the reconcile's wall time, so that a log line says when it started too.
 	if err != nil {
 		// controller-runtime logs the error too, but without the trace: this line links them.
-		logger.Info("reconcile failed", "error", err.Error())
+		logger.Info("reconcile failed", "error", err.Error(), "duration", time.Since(start).String())
 	} else {
-		logger.V(1).Info("reconciled", "requeueAfter", res.RequeueAfter.String())
+		logger.V(1).Info("reconciled", "requeueAfter", res.RequeueAfter.String(), "duration", time.Since(start).String())
 	}
 	return res, err
 }
