@@ -58,6 +58,7 @@ type options struct {
 	shard         string
 	shards        string
 	shardID       string
+	shardLease    time.Duration
 	concurrency   int
 	perController map[string]*int
 	zap           zap.Options
@@ -80,6 +81,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"\"auto\": dynamic shards. Every replica reconciles its own shard, named --shard-id, and the owners without a "+
 			"static shard are spread over the live replicas (member Leases in --leader-election-namespace). "+
 			"Implies --leader-elect (for the assigner); excludes --shard. See docs/sharding.md.")
+	fs.DurationVar(&o.shardLease, "shard-lease-duration", shard.DefaultLeaseDuration,
+		"With --shards=auto, how long a replica's member Lease stays live after its last renewal: its owners move to "+
+			"the other replicas that long after it stops (whole seconds).")
 	fs.StringVar(&o.shardID, "shard-id", "",
 		"With --shards=auto, this replica's shard name; empty means the host name (the pod's name), made a DNS-1123 label.")
 	fs.IntVar(&o.concurrency, "concurrency", 0, "Owners reconciled in parallel by each controller; 0 means kdag's default (4).")
@@ -167,7 +171,8 @@ func run(opts options) error {
 		return err
 	}
 	if sharding.auto {
-		if err := shard.Add(mgr, sharding.shard, components, shard.WithNamespace(sharding.namespace)); err != nil {
+		if err := shard.Add(mgr, sharding.shard, components, shard.WithNamespace(sharding.namespace),
+			shard.WithLeaseDuration(opts.shardLease)); err != nil {
 			return err
 		}
 	}

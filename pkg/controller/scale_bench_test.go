@@ -76,6 +76,8 @@ type scaleHelperConfig struct {
 	Children  int
 	// Owners is how many settled owners engine "kdag-resync" expects to reconcile.
 	Owners int
+	// Shard is the static shard of engine "kdag"'s manager (WithShard); "" for none.
+	Shard string
 }
 
 // scaleCounts are the child's API requests, counted like fixture.calls (watches excluded) from
@@ -144,11 +146,55 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
+// BenchmarkScaleReplicas is BenchmarkScale's kdag engine with the owners spread over replicas
+// (issue 17): replicas=1 is one unsharded manager, replicas=3 three managers, each a static shard
+// (WithShard, a process of its own) of a third of the owners, labelled at creation. The two run
+// alternately, once per iteration each, so that the API server's drift hits both alike; besides
+// BenchmarkScale's metrics (cpu-s: the replicas' sum, peak-RSS-MiB: the highest) it reports each
+// replica's CPU and peak RSS (replica-N-cpu-s, replica-N-peak-RSS-MiB) and x-replicas=1, the time
+// over the replicas=1 runs'. Owners are pre-labelled, so the assignment of dynamic shards
+// (--shards=auto: one more patch per owner) is not in it. Skipped with -short; needs /proc.
+func BenchmarkScaleReplicas(b *testing.B) {
+	quietLogs()
+	if testing.Short() {
+		b.Skip("skipped with -short: it takes minutes")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc to read the managers' peak RSS")
+	}
+	shape := fmt.Sprintf("owners=%d/children=%d", scaleOwners, scaleChildren)
+	b.Run(shape+"/replicas=3", func(b *testing.B) {
+		var runs []scaleRun
+		var one []time.Duration
+		for b.Loop() {
+			one = append(one, runScale(b, "kdag", scaleOwners, scaleChildren, false).elapsed)
+			runs = append(runs, runScaleShards(b, "kdag", []string{"s0", "s1", "s2"}, scaleOwners, scaleChildren, true))
+		}
+		reportScale(b, runs, scaleOwners)
+		times := make([]time.Duration, len(runs))
+		for i, r := range runs {
+			times[i] = r.elapsed
+		}
+		b.ReportMetric(meanDuration(one).Seconds(), "replicas=1-seconds-to-ready")
+		b.ReportMetric(float64(meanDuration(times))/float64(meanDuration(one)), "x-replicas=1")
+		for i := range runs[0].perReplica {
+			var cpu []time.Duration
+			var rss int64
+			for _, r := range runs {
+				cpu, rss = append(cpu, r.perReplica[i].cpu), max(rss, r.perReplica[i].rss)
+			}
+			b.ReportMetric(meanDuration(cpu).Seconds(), fmt.Sprintf("replica-%d-cpu-s", i))
+			b.ReportMetric(float64(rss)/(1<<20), fmt.Sprintf("replica-%d-peak-RSS-MiB", i))
+		}
+	})
+}
+
 // scaleRun is what one run of BenchmarkScale measured.
 type scaleRun struct {
 	elapsed, cpu, serverCPU time.Duration
 	rss                     int64 // bytes
 	counts                  scaleCounts
+	perReplica              []scaleRun // with several children: each one's rss and cpu
 }
 
 // reportScale reports the mean of runs (the peak RSS: their maximum).
@@ -185,31 +231,56 @@ func meanDuration(ds []time.Duration) time.Duration {
 // runScale runs one measurement with a new child process and namespace; the benchmark's timer
 // runs from the first create until every owner is Ready.
 func runScale(b *testing.B, engine string, owners, children int, timed bool) scaleRun {
+	return runScaleShards(b, engine, []string{""}, owners, children, timed)
+}
+
+// runScaleShards is runScale with one child per shard of shards, each a manager of that static
+// shard ("": unsharded), the owners labelled kdag.dev/shard round-robin over shards when there is
+// more than one. The run's RSS is the children's highest, its CPU their sum; perReplica holds
+// each child's.
+func runScaleShards(b *testing.B, engine string, shards []string, owners, children int, timed bool) scaleRun {
 	b.StopTimer()
 	ns := env.Namespace(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	child := startScaleHelper(b, scaleHelperConfig{
-		Engine: engine, Host: env.Config.Host, CAData: env.Config.CAData, CertData: env.Config.CertData,
-		KeyData: env.Config.KeyData, Namespace: ns, Children: children,
-	})
+	replicas := make([]*scaleProcess, len(shards))
+	for i, shard := range shards {
+		replicas[i] = startScaleHelper(b, scaleHelperConfig{
+			Engine: engine, Host: env.Config.Host, CAData: env.Config.CAData, CertData: env.Config.CertData,
+			KeyData: env.Config.KeyData, Namespace: ns, Children: children, Shard: shard,
+		})
+	}
 	ready := newReadyCounter(ctx, b, ns)
 
-	child.send("start")
+	for _, r := range replicas {
+		r.send("start")
+	}
 	serverCPU := controlPlaneCPUTime(b)
 	if timed {
 		b.StartTimer()
 	}
 	start := time.Now()
-	createOwners(b, ns, owners)
+	if len(shards) > 1 {
+		createOwners(b, ns, owners, shards...)
+	} else {
+		createOwners(b, ns, owners)
+	}
 	ready.wait(b, owners, scaleReadyTimeout)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	serverCPU = controlPlaneCPUTime(b) - serverCPU
 
-	run := scaleRun{elapsed: elapsed, serverCPU: serverCPU, rss: child.peakRSS(b), cpu: child.cpuTime(b)}
-	run.counts = child.stop(b)
+	run := scaleRun{elapsed: elapsed, serverCPU: serverCPU}
+	for _, r := range replicas {
+		one := scaleRun{rss: r.peakRSS(b), cpu: r.cpuTime(b)}
+		run.rss, run.cpu = max(run.rss, one.rss), run.cpu+one.cpu
+		counts := r.stop(b)
+		run.counts.Reads += counts.Reads
+		run.counts.Writes += counts.Writes
+		run.counts.Events += counts.Events
+		run.perReplica = append(run.perReplica, one)
+	}
 	// Leave the API server as this run found it, so that later runs (the other engine's among
 	// them) do not pay for this one's objects: envtest has no namespace controller to do it.
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}, &eventsv1.Event{}} {
@@ -221,8 +292,9 @@ func runScale(b *testing.B, engine string, owners, children int, timed bool) sca
 	return run
 }
 
-// createOwners creates n Widgets named o0…o<n-1> in ns with scaleCreators goroutines.
-func createOwners(b *testing.B, ns string, n int) {
+// createOwners creates n Widgets named o0…o<n-1> in ns with scaleCreators goroutines; with
+// shards, owner i is labelled kdag.dev/shard=shards[i mod len(shards)].
+func createOwners(b *testing.B, ns string, n int, shards ...string) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, scaleCreators)
@@ -232,6 +304,9 @@ func createOwners(b *testing.B, ns string, n int) {
 				w := &testapi.Widget{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "o" + strconv.FormatInt(i, 10)},
 					Spec:       testapi.WidgetSpec{MaxReplicas: 1},
+				}
+				if len(shards) > 0 {
+					w.Labels = map[string]string{kdagv1alpha1.LabelShard: shards[i%int64(len(shards))]}
 				}
 				if err := env.Client.Create(context.Background(), w); err != nil {
 					errs <- err
@@ -612,13 +687,13 @@ func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Con
 		MapperProvider: MapperProvider,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			ByObject:          CacheOptions(scheme, For("scale", scaleRM{})).ByObject,
+			ByObject:          CacheOptions(scheme, For("scale", scaleRM{}, WithShard(cfg.Shard))).ByObject,
 		},
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := New(mgr, "scale", scaleRM{children: cfg.Children})
+	c, err := New(mgr, "scale", scaleRM{children: cfg.Children}, WithShard(cfg.Shard))
 	if err != nil {
 		return nil, nil, err
 	}

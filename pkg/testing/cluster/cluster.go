@@ -197,6 +197,11 @@ componentsPatches:
   extraArgs:
   - key: enable-hostpath-provisioner
     value: "true"
+- name: kube-apiserver
+  extraArgs:
+  # The default /24 holds 254 Services with a cluster IP; the sharding test runs 300.
+  - key: service-cluster-ip-range
+    value: 10.0.0.0/16
 `
 	dir, err := os.MkdirTemp("", "kdag-cluster-")
 	if err != nil {
