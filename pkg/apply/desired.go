@@ -33,7 +33,8 @@ type DesiredOptions struct {
 // Desired returns obj as Apply wants it for owner: a copy, prepared for server-side apply
 // (resources.Desired: apiVersion and kind from gvk, no status, no server-set metadata), with
 // kdag's labels (kdagv1alpha1.LabelManagedBy, LabelController, LabelOwnerUID, and LabelShard
-// with the owner's value when the owner has one, none otherwise), a controller owner
+// with the owner's value when the owner has one, none otherwise; the hash leaves LabelShard
+// out), a controller owner
 // reference to owner where one can be held (ExpectsOwnerReference) and o does not Release it,
 // o's annotations, and last
 // kdag.dev/desired-hash over all of that. scheme must know owner's type. It returns an error,
@@ -78,9 +79,27 @@ func Desired(owner Owner, obj client.Object, gvk schema.GroupVersionKind, scheme
 			return nil, errors.Wrapf(err, "%s: annotate pod template", name)
 		}
 	}
+	// The shard label is left out of the hash: moving an owner to another shard changes that
+	// label alone, which the apply writes anyway (the object is not in the new shard's cache),
+	// and a changed hash annotation would bump a Deployment's generation, making it look
+	// unavailable until its controller observes it (issue 17).
+	shard, sharded := u.GetLabels()[kdagv1alpha1.LabelShard]
+	if sharded {
+		l := u.GetLabels()
+		delete(l, kdagv1alpha1.LabelShard)
+		u.SetLabels(l)
+	}
 	hash, err := resources.DesiredHash(u, kdagv1alpha1.AnnotationDesiredHash, tracing.AnnotationTraceParent)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: hash desired object", name)
+	}
+	if sharded {
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[kdagv1alpha1.LabelShard] = shard
+		u.SetLabels(l)
 	}
 	setAnnotation(u, kdagv1alpha1.AnnotationDesiredHash, hash)
 	return u, nil

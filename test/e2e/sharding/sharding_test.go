@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/shard"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
 
@@ -141,9 +143,10 @@ func checkNoOverlap(t *testing.T, spans map[string][]span) {
 }
 
 // assignment lists the Valkeys of ns and returns each one's shard label by "namespace/name", or
-// why they are not all settled: every one labelled with a shard of live (no other value), none
-// with a pending hand-over, and each Ready for its generation.
+// why they are not all settled: every one labelled with the member of live that the assigner's
+// ring (shard.Ring) gives it, none with a pending hand-over, and each Ready for its generation.
 func assignment(ctx context.Context, ns string, live []string) (map[string]string, string) {
+	ring := shard.NewRing(live...)
 	list := &giteav1alpha1.ValkeyList{}
 	if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return nil, err.Error()
@@ -153,20 +156,25 @@ func assignment(ctx context.Context, ns string, live []string) (map[string]strin
 	}
 	out := map[string]string{}
 	notReady, unassigned, moving := 0, 0, 0
+	var why []string
 	for _, v := range list.Items {
-		shard := v.Labels[kdagv1alpha1.LabelShard]
-		out[v.Namespace+"/"+v.Name] = shard
+		label := v.Labels[kdagv1alpha1.LabelShard]
+		out[v.Namespace+"/"+v.Name] = label
 		switch ready := meta.FindStatusCondition(v.Status.Conditions, kdagv1alpha1.ConditionReady); {
-		case !slices.Contains(live, shard):
+		case label != ring.Owner(v.Namespace+"/"+v.Name):
 			unassigned++
 		case v.Annotations[kdagv1alpha1.AnnotationShardNext] != "":
 			moving++
 		case ready == nil || ready.Status != metav1.ConditionTrue || v.Status.ObservedGeneration != v.Generation:
 			notReady++
+			if len(why) < 3 {
+				why = append(why, fmt.Sprintf("%s on %s: generation %d observed %d, Ready %+v", v.Name, label, v.Generation,
+					v.Status.ObservedGeneration, ready))
+			}
 		}
 	}
 	if unassigned+moving+notReady > 0 {
-		return nil, fmt.Sprintf("%d not on a live replica %v, %d moving, %d not Ready", unassigned, live, moving, notReady)
+		return nil, fmt.Sprintf("%d not on their replica of %v yet, %d moving, %d not Ready %v", unassigned, live, moving, notReady, why)
 	}
 	return out, ""
 }
@@ -190,8 +198,25 @@ func perReplica(assigned map[string]string) map[string]int {
 func TestDynamicShards(t *testing.T) {
 	ns := local.Namespace(t)
 	leaseNS := local.Namespace(t)
-	dir := t.TempDir()
+	// The replicas' logs stay for a failed test (their directory is named in its log).
+	dir, err := os.MkdirTemp("", "kdag-sharding-logs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the replicas' logs are in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	r1, r2, r3 := startReplica(t, dir, "r1", leaseNS), startReplica(t, dir, "r2", leaseNS), startReplica(t, dir, "r3", leaseNS)
+	all := []*replica{r1, r2, r3}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTail(t, all...)
+		}
+	})
 
 	// Owners created before every replica is a member would move once the last one joins: wait
 	// for the three member Leases, so that each owner has one replica from the start.
@@ -284,15 +309,13 @@ func TestDynamicShards(t *testing.T) {
 
 	// The killed replica is replaced, and a fourth replica joins.
 	r3b, r4 := startReplica(t, dir, "r3b", leaseNS), startReplica(t, dir, "r4", leaseNS)
+	all = append(all, r3b, r4)
 	live = []string{"r1", "r2", "r3b", "r4"}
 	joined := time.Now()
 	poll.Until(t, "owners spread over r1, r2, r3b, r4 and Ready", 3*time.Minute, func(ctx context.Context) string {
 		var why string
 		if assigned, why = assignment(ctx, ns, live); why != "" {
 			return why
-		}
-		if n := perReplica(assigned); n["r4"] == 0 || n["r3b"] == 0 {
-			return fmt.Sprintf("owners per replica %v", n)
 		}
 		return ""
 	})
@@ -312,8 +335,18 @@ func TestDynamicShards(t *testing.T) {
 		return ""
 	})
 	checkNoOverlap(t, spans)
-	if t.Failed() {
-		logTail(t, r1, r2, r3, r3b, r4)
+
+	// A move changes the objects' shard label and nothing else: no Deployment got a new
+	// generation (a Deployment counts annotation changes too, and would look unavailable until
+	// its controller caught up), none rolled its pods.
+	deployments := &appsv1.DeploymentList{}
+	if err := cl.List(t.Context(), deployments, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deployments.Items {
+		if d.Generation != 1 {
+			t.Errorf("Deployment %s has generation %d after the moves, want 1: moving its owner changed it", d.Name, d.Generation)
+		}
 	}
 }
 
@@ -331,6 +364,6 @@ func logTail(t *testing.T, replicas ...*replica) {
 				keep = append(keep, l)
 			}
 		}
-		t.Logf("replica %s, last log lines but the reconciles:\n%s", r.id, strings.Join(keep[max(0, len(keep)-20):], "\n"))
+		t.Logf("replica %s, last log lines but the reconciles:\n%s", r.id, strings.Join(keep[max(0, len(keep)-40):], "\n"))
 	}
 }
