@@ -15,7 +15,7 @@ import (
 // schemas as the API server would. Secret values are never printed.
 //
 // With --live (`--live gitea/demo` or `--live -f FILE`, --kubeconfig, --context) it asks the
-// cluster, with server-side dry runs only, what applying would change (plan.Run, issue 14); it
+// cluster, with server-side dry runs only, what applying would change (plan.Run); it
 // then returns plan.ErrChanges when something would change.
 func runPlan(args []string, out io.Writer) error {
 	return plan.Run(context.Background(), args, out, plan.Options{

@@ -34,9 +34,9 @@ const legend = "* on the critical path of its owner's last reconcile (the chain 
 // writeTree prints the owner and its nodes like clusterctl describe: the owner's Ready
 // condition, then each node in graph order with its state and, when the status gives one, why
 // it is not ready; expanded nested owners are indented below their node. When the status has
-// them (issue 15), the owner's row says which node it is waiting for and for how long (until
-// now), the last reconcile's duration and trace ID, and the nodes of each owner's last critical
-// path are marked with criticalMarker and their times, explained by a legend line.
+// them, the owner's row says which node it is waiting for and for how long (until now), the last
+// reconcile's duration and trace ID, and the nodes of each owner's last critical path are marked
+// with criticalMarker and their times, explained by a legend line.
 func writeTree(w io.Writer, t *ownerTree, now time.Time) error {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
@@ -259,7 +259,7 @@ func drawable(t *ownerTree) ([]kdagv1alpha1.GraphNode, error) {
 // writeMermaid draws the owner's graph as a Mermaid flowchart (pkg/render, as pkg/graph's
 // WriteMermaid): nodes n0, n1, ... in graph order, labeled Kind/name and state, classed by
 // state; edges go from blocker to dependent, dotted when kdag inferred them from a reference
-// (GraphNode.Inferred, issue 15); the last reconcile's critical path is bold (class bold, thick
+// (GraphNode.Inferred); the last reconcile's critical path is bold (class bold, thick
 // edges).
 func writeMermaid(w io.Writer, t *ownerTree) error {
 	g, err := drawing(t)

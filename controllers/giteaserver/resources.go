@@ -45,7 +45,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 // claimPolicy).
 //
 // The edges to what the pods mount and read (the Secrets, the ConfigMap, the claim) and the
-// Ingress's edge to its Service are inferred from the objects (issue 15); the ones declared here
+// Ingress's edge to its Service are inferred from the objects; the ones declared here
 // are those no reference says, or that must differ from an inferred one: order only (the claim
 // after the keys, the server after its migration, the Ingress after its certificate, whose
 // rotation must not rewrite it), and the Jobs that opt out (migrationNodes, the admin Job).
@@ -85,7 +85,7 @@ func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaSer
 //   - a migration recorded as succeeded for spec.version is Finished: its Job, once deleted (a
 //     TTL, a clean-up), is not run again, and the server does not roll.
 //
-// The new migration waits for the Secrets and the ConfigMap its pod reads (inferred, issue 15);
+// The new migration waits for the Secrets and the ConfigMap its pod reads (inferred edges);
 // a running earlier one waits for nothing (NoInferredDependencies): it is only watched to its end.
 func migrationNodes(s *giteav1alpha1.GiteaServer, b *controller.Builder) controller.Node {
 	opts := []controller.NodeOption{controller.CreateOnly()}

@@ -43,14 +43,14 @@ func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL)
 
 // AddResources implements controller.ResourceManager: generated credentials, a headless
 // Service, the data claim, and the StatefulSet that needs all three (the Builder infers the
-// edges to the Service and the Secret from the StatefulSet's serviceName and secretKeyRefs,
-// issue 15). The PostgreSQL is Ready when the StatefulSet is. The credentials and the data live
-// and die together (credentialsPolicy, claimPolicy).
+// edges to the Service and the Secret from the StatefulSet's serviceName and secretKeyRefs).
+// The PostgreSQL is Ready when the StatefulSet is. The credentials and the data live and die
+// together (credentialsPolicy, claimPolicy).
 //
-// The data claim is kdag's, not the StatefulSet controller's, so that the volume can grow (issue
-// 14): the StatefulSet controller creates a claim from its template only if none of that name
-// exists, and never updates one, and the API server refuses any change of the template. So kdag
-// creates the claim before the StatefulSet, raises its storage request when spec.storage.size
+// The data claim is kdag's, not the StatefulSet controller's, so that the volume can grow: the
+// StatefulSet controller creates a claim from its template only if none of that name exists,
+// and never updates one, and the API server refuses any change of the template. So kdag creates
+// the claim before the StatefulSet, raises its storage request when spec.storage.size
 // grows (the StorageClass must allow volume expansion, else the PostgreSQL is Stalled with reason
 // VolumeExpansionForbidden), then re-creates the StatefulSet with the new template, deleting it
 // with propagation Orphan: its pod, the running server, stays and the new StatefulSet adopts it.

@@ -20,7 +20,7 @@ type DesiredOptions struct {
 	// owner reference, so that the garbage collector never deletes it.
 	Keep bool
 	// Release: the live object is kept by its own annotation (Kept, set by a user on an object
-	// kdag created, issue 14): the object gets no owner reference, so that applying it removes
+	// kdag created): the object gets no owner reference, so that applying it removes
 	// the one kdag set before and the garbage collector never deletes it. Unlike Keep, kdag does
 	// not write the annotation: it stays the user's to remove.
 	Release bool
@@ -82,7 +82,7 @@ func Desired(owner Owner, obj client.Object, gvk schema.GroupVersionKind, scheme
 	// The shard label is left out of the hash: moving an owner to another shard changes that
 	// label alone, which the apply writes anyway (the object is not in the new shard's cache),
 	// and a changed hash annotation would bump a Deployment's generation, making it look
-	// unavailable until its controller observes it (issue 17).
+	// unavailable until its controller observes it.
 	shard, sharded := u.GetLabels()[kdagv1alpha1.LabelShard]
 	if sharded {
 		l := u.GetLabels()

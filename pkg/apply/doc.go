@@ -22,11 +22,11 @@
 //     resourceVersion is not examined again;
 //   - repairs drift with a forced apply, at most Options.DriftRepairLimit times per
 //     DriftRepairWindow and object, then holds with backoff (*DriftConflictError); or, with
-//     Policy.Drift DriftReport (issue 14), writes nothing and returns the drifted fields with
-//     action Reported;
+//     Policy.Drift DriftReport, writes nothing and returns the drifted fields with action
+//     Reported;
 //   - sends Policy.Ignore's fields on create only, and leaves them out of later applies and of
 //     the drift comparison, handing them to "<field manager>-released" first so that they keep
-//     their values (issue 14).
+//     their values.
 //
 // Engine.Orphan and Engine.Delete release or delete an object the owner no longer needs.
 //

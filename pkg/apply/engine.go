@@ -47,19 +47,20 @@ const (
 	// object, to be created again once it is gone (Change.Object is nil).
 	Recreating Action = "recreating"
 	// Reported: another writer changed fields kdag set, and the drift policy is DriftReport: the
-	// object was left as it is, its drifted fields are in Change.Drifted (issue 14).
+	// object was left as it is, its drifted fields are in Change.Drifted.
 	Reported Action = "reported"
 )
 
 // DriftPolicy is what Apply does with fields kdag set that another writer changed, when the
-// desired object is unchanged (issue 14). A change of the desired object (its desired hash) is
+// desired object is unchanged. A change of the desired object (its desired hash) is
 // applied under either policy.
 type DriftPolicy string
 
 // Drift policies; the zero value is DriftRepair.
 const (
 	// DriftRepair reverts the other writer's changes with a forced apply (subject to the drift
-	// budget, Options.DriftRepairLimit): kdag's behaviour before issue 14 and the default.
+	// budget, Options.DriftRepairLimit): the default, and kdag's only behaviour before drift
+	// policies existed.
 	DriftRepair DriftPolicy = kdagv1alpha1.DriftRepair
 	// DriftReport leaves the object as the other writer set it and returns a Change with action
 	// Reported naming the drifted fields; nothing is written. A change of the desired object is
@@ -178,9 +179,9 @@ type Policy struct {
 	// Drift: what to do with other writers' changes to fields kdag set. Default DriftRepair.
 	Drift DriftPolicy
 	// Ignore are fields sent when the object is created and left out of every later apply
-	// (issue 14: a Deployment's spec.replicas that an autoscaler owns): kdag's field manager
-	// releases them, they are never drift, and a write never resets them. So that leaving them
-	// out does not delete them, Apply first hands the ones kdag's Apply entry still holds to the
+	// (a Deployment's spec.replicas that an autoscaler owns): kdag's field manager releases them,
+	// they are never drift, and a write never resets them. So that leaving them out does not
+	// delete them, Apply first hands the ones kdag's Apply entry still holds to the
 	// field manager ReleasedFieldManager, with their live values.
 	Ignore []FieldPath
 }

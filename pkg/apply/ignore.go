@@ -17,8 +17,8 @@ import (
 // {"spec", "replicas"}. Only maps and structs are crossed: a list element cannot be named.
 type FieldPath []string
 
-// ParseFieldPath parses a field path written the way kdag names drifted fields (issue 14):
-// ".spec.replicas" or "spec.replicas", with a key that is not a plain name quoted in brackets,
+// ParseFieldPath parses a field path written the way kdag names drifted fields: ".spec.replicas"
+// or "spec.replicas", with a key that is not a plain name quoted in brackets,
 // `metadata.annotations["example.com/owner"]`. It returns an error for an empty path, an empty
 // or unterminated segment, and a list selector ("[name=web]", "[0]"), which it does not support.
 func ParseFieldPath(s string) (FieldPath, error) {

@@ -44,7 +44,7 @@ func ImmutableFields(err error) []string {
 
 // ImmutableFieldError is an apply the API server refused because it changes fields that cannot
 // change on an existing object (ImmutableFields). It is terminal: the owner is Stalled until its
-// spec changes back, or until the node may re-create the object (a Recreate policy, issue 14).
+// spec changes back, or until the node may re-create the object (a Recreate policy).
 type ImmutableFieldError struct {
 	// Object names the object: "Kind namespace/name".
 	Object string

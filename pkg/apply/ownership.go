@@ -40,7 +40,7 @@ func ExpectsOwnerReference(owner client.Object, obj metav1.Object) bool {
 
 // Kept reports whether obj's deletion policy is keep: it is annotated kdag.dev/resource-policy:
 // keep (set by kdag on Keep nodes, or by a user) or kdag.dev/keep: "true" (the users' short
-// alias, issue 14). Evaluated on the live object, it is what makes kdag drop the owner reference
+// alias). Evaluated on the live object, it is what makes kdag drop the owner reference
 // of an object a user annotated, and orphan rather than delete it on prune and teardown.
 func Kept(obj metav1.Object) bool {
 	return KeptBy(obj) != ""
@@ -192,7 +192,7 @@ func DeniedByAdmission(msg string) bool {
 }
 
 // Admits reports how Apply would treat live, an existing object of desired's name, for owner
-// under policy p, without writing anything (the live plan asks it, issue 14): adopt false and a
+// under policy p, without writing anything (the live plan asks it): adopt false and a
 // nil error when live is owner's (Owns); adopt true when it is not but may be taken over (the
 // Adopt policy, or its kdag.dev/adopt annotation names owner); an *AdoptionError, the one Apply
 // would return, when it is not owner's and may not be adopted.
@@ -207,6 +207,7 @@ func (e *Engine) Admits(owner Owner, desired *unstructured.Unstructured, live cl
 }
 
 // HasOwnerLabels reports whether obj carries kdag's labels for owner (kdag.dev/owner-uid,
-// kdag.dev/controller, app.kubernetes.io/managed-by, and kdag.dev/shard as the owner has it): an owned create-only object without them
-// gets them back with a merge patch, its only write (issue 14's plan shows it as an update).
+// kdag.dev/controller, app.kubernetes.io/managed-by, and kdag.dev/shard as the owner has it): an
+// owned create-only object without them gets them back with a merge patch, its only write (the
+// live plan shows it as an update).
 func HasOwnerLabels(owner Owner, obj metav1.Object) bool { return hasOwnerLabels(owner, obj) }

@@ -60,7 +60,7 @@ func (f nodeOptionFunc) applyToNode(s *nodeSpec) { f(s) }
 // DependsOn makes the node wait until every given node is applied and ready, their content
 // feeding its dependencies hash. The given nodes must come from earlier Add calls of the same
 // Builder, which keeps the graph acyclic. A reference the node's object holds (a pod template
-// mounting a ConfigMap of the graph) needs none: the Builder infers it (issue 15,
+// mounting a ConfigMap of the graph) needs none: the Builder infers it (see
 // NoInferredDependencies); a declared DependsOn or After for the same node wins.
 func DependsOn(blockers ...Node) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) })
@@ -123,26 +123,26 @@ func RequireKeys(keys ...string) NodeOption {
 // owner, or before it, under foreground deletion): kdag's labels and field manager track it, and
 // the owner holds kdag's finalizer so that kdag can orphan it. The object carries
 // kdagv1alpha1.AnnotationResourcePolicy, which is what prune and teardown read; a user may set that
-// annotation (or its alias kdag.dev/keep: "true") on any object kdag applies to the same effect
-// (issue 14): on the next reconcile kdag drops the object's owner reference (after putting the
-// owner's finalizer in place), and orphans the object instead of deleting it on prune and
-// teardown, with a Normal event Orphaned naming the object and the annotation.
+// annotation (or its alias kdag.dev/keep: "true") on any object kdag applies to the same effect:
+// on the next reconcile kdag drops the object's owner reference (after putting the owner's
+// finalizer in place), and orphans the object instead of deleting it on prune and teardown,
+// with a Normal event Orphaned naming the object and the annotation.
 func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true }) }
 
 // Recreate lets kdag delete and re-create the node's object when the API server refuses an update
 // because it changes an immutable field (a StatefulSet's volumeClaimTemplates, a Job's template,
 // a Service's clusterIP; apply.ImmutableFields), as Flux's force, kapp's fallback-on-replace
-// and Helm's --force do (issue 14). The object is deleted with propagation (Orphan keeps a
-// StatefulSet's pods and claims running while it is gone; Background deletes its dependents)
-// and only if it is still the version kdag read; the node waits until it is gone and creates it
-// on a later reconcile; the owner gets a Recreating event naming the fields. Without Recreate
-// such an update fails: the owner is Stalled with a message naming the fields and this option.
-// A CreateOnly node is never updated, so Recreate does not apply to it (a build error).
+// and Helm's --force do. The object is deleted with propagation (Orphan keeps a StatefulSet's pods
+// and claims running while it is gone; Background deletes its dependents) and only if it is still
+// the version kdag read; the node waits until it is gone and creates it on a later reconcile; the
+// owner gets a Recreating event naming the fields. Without Recreate such an update fails: the
+// owner is Stalled with a message naming the fields and this option. A CreateOnly node is never
+// updated, so Recreate does not apply to it (a build error).
 func Recreate(propagation metav1.DeletionPropagation) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.recreate = &propagation })
 }
 
-// The drift policies of OnDrift (issue 14).
+// The drift policies of OnDrift.
 const (
 	// DriftRepair reverts other writers' changes to fields kdag set on the node's object (the
 	// default).
@@ -152,15 +152,15 @@ const (
 	DriftReport = apply.DriftReport
 )
 
-// OnDrift sets the node's drift policy (issue 14): what kdag does when another writer changes
-// fields kdag set on the node's object while the desired object is unchanged. DriftRepair (the
-// default) reverts them; DriftReport detects them exactly as DriftRepair does but writes
-// nothing: the owner gets the condition Drifted=True listing the object and the drifted field
-// paths (never values), a Warning event DriftReported when that list changes, and
-// kdag_drift_reports_total counts it. The object's readiness is still judged on the live object
-// (kstatus, or ReadyWhen), so a drifted object counts as Ready when it is ready as it is. Report
-// concerns existing objects only: a missing object is created, and a change of the desired
-// object (the author's) is applied, as a whole, which also reverts the drift present then.
+// OnDrift sets the node's drift policy: what kdag does when another writer changes fields kdag set
+// on the node's object while the desired object is unchanged. DriftRepair (the default) reverts
+// them; DriftReport detects them exactly as DriftRepair does but writes nothing: the owner gets
+// the condition Drifted=True listing the object and the drifted field paths (never values), a
+// Warning event DriftReported when that list changes, and kdag_drift_reports_total counts it. The
+// object's readiness is still judged on the live object (kstatus, or ReadyWhen), so a drifted
+// object counts as Ready when it is ready as it is. Report concerns existing objects only: a
+// missing object is created, and a change of the desired object (the author's) is applied, as a
+// whole, which also reverts the drift present then.
 //
 // The owner's annotation kdag.dev/drift ("repair" or "report"), when set, wins over OnDrift on
 // every node of that owner.
@@ -169,7 +169,7 @@ func OnDrift(p apply.DriftPolicy) NodeOption {
 }
 
 // IgnoreFields names fields of the node's object that kdag sets when it creates the object and
-// then leaves to others (issue 14): a Deployment's "spec.replicas" once an autoscaler owns it.
+// then leaves to others: a Deployment's "spec.replicas" once an autoscaler owns it.
 // The fields are sent on the create, left out of every later apply (kdag's field manager releases
 // them: it first hands the ones it holds to the field manager "<field manager>-released" with
 // their live values, so that leaving them out does not reset them), and never count as drift:
@@ -199,8 +199,7 @@ type nodeSpec struct {
 	keep       bool // Keep: orphaned, never deleted
 	reference  bool // Builder.Reference: never written, ready once it exists
 	noInfer    bool // NoInferredDependencies: no edge inferred from its references
-	// inferred: how many of the last blockers were inferred from references (issue 15), not
-	// declared.
+	// inferred: how many of the last blockers were inferred from references, not declared.
 	inferred int
 	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
 	// sorted and without duplicates.
@@ -395,7 +394,7 @@ func (b *Builder) defaultNamespace(obj client.Object, gvk schema.GroupVersionKin
 // Builder, the error AddResources returned (wrapped: a reconcile.TerminalError stays one), or a
 // *BuildError listing the mistakes AddResources made through the Builder. It is the one place a
 // graph is built, for reconcile, teardown and plan, so each infers the same edges from the
-// nodes' references (inferDependencies, issue 15). owned nil leaves out the owned-type check.
+// nodes' references (inferDependencies). owned nil leaves out the owned-type check.
 func buildGraph(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper,
 	owned map[schema.GroupKind]bool) (*Builder, error) {
 	b := newBuilder(owner, scheme, mapper, owned)

@@ -49,7 +49,7 @@ func (c Component) NewOwner() client.Object { return c.m.newOwner() }
 
 // OwnedTypes returns the types the component's ResourceManager declares (OwnedTypes): the
 // kinds whose objects carry its owners' labels, which the live plan lists to find what a
-// reconcile would prune (issue 14).
+// reconcile would prune.
 func (c Component) OwnedTypes() []client.Object { return c.m.ownedTypes() }
 
 // FieldManager returns the server-side apply field manager of the component's Controller:

@@ -419,7 +419,7 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 	r.nodes = c.runGraph(ctx, owner, specs)
 	r.summarize()
 	if r.wantsFinalizer() && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
-		// A user keeps an object (issue 14): the finalizer first, then, on the next reconcile,
+		// A user keeps an object: the finalizer first, then, on the next reconcile,
 		// the object loses its owner reference, so that kdag orphans it when the owner goes.
 		if err := c.addFinalizer(ctx, owner); err != nil {
 			return nil, err

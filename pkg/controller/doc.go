@@ -8,7 +8,7 @@
 //  3. AddResources fills a Builder: typed objects, each with DependsOn blockers and options, and
 //     References to objects the owner needs but kdag never writes (a user's Secret). The
 //     Builder adds the edges the objects' references say (a pod template mounting a ConfigMap
-//     of the graph, an Ingress routing to a Service of it; infer.go lists them, issue 15).
+//     of the graph, an Ingress routing to a Service of it; infer.go lists them).
 //  4. The graph runs (pkg/graph): a node starts once its blockers are applied and ready.
 //  5. A node gets kdag's labels, an owner reference, its blockers' content hash and its own hash.
 //  6. The live object comes from the cache: same hash, no foreign write on kdag's fields and none
@@ -17,7 +17,7 @@
 //  7. Otherwise server-side apply with kdag's field manager; a drifted field is reverted, at most
 //     Options.DriftRepairLimit times per DriftRepairWindow and object, then with backoff, or,
 //     with the drift policy report (OnDrift, the owner's kdag.dev/drift), left and reported in
-//     the owner's Drifted condition; IgnoreFields' fields are sent on create only (issue 14).
+//     the owner's Drifted condition; IgnoreFields' fields are sent on create only.
 //  8. Readiness is kstatus, and for a custom resource a status for the applied generation (or
 //     the node's ReadyWhen, or its kind's WithReadyWhen); a node not ready holds its dependents,
 //     not an error.

@@ -11,14 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Dependencies inferred from references (issue 15, item 1). Objects already say much of what
-// they need: a pod template that mounts a ConfigMap, reads a Secret or claims a volume, a
-// RoleBinding that grants a Role, an Ingress that routes to a Service. When both objects are
-// nodes of the same graph, the Builder adds the edge itself, once AddResources returned, and it
-// behaves as a DependsOn edge: the dependent waits until the referenced node is applied and
-// ready, and the referenced node's content feeds the dependent's dependencies hash, so a changed
-// ConfigMap rolls the pods that mount it. What is read (typed objects only; an
-// unstructured.Unstructured node is not read):
+// Dependencies inferred from references. Objects already say much of what they need: a pod
+// template that mounts a ConfigMap, reads a Secret or claims a volume, a RoleBinding that grants a
+// Role, an Ingress that routes to a Service. When both objects are nodes of the same graph, the
+// Builder adds the edge itself, once AddResources returned, and it behaves as a DependsOn edge:
+// the dependent waits until the referenced node is applied and ready, and the referenced node's
+// content feeds the dependent's dependencies hash, so a changed ConfigMap rolls the pods that
+// mount it. What is read (typed objects only; an unstructured.Unstructured node is not read):
 //
 //   - the pod template of a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job and
 //     CronJob: volumes (configMap, secret, persistentVolumeClaim.claimName, and the configMap and
@@ -46,7 +45,7 @@ import (
 //     where needed.
 
 // NoInferredDependencies turns off, for this node, the edges the Builder infers from its
-// references to other nodes (issue 15): it then waits only for its DependsOn and After
+// references to other nodes: it then waits only for its DependsOn and After
 // blockers, and only DependsOn blockers feed its dependencies hash. For a node that names an
 // object but must not wait for it or roll with it.
 func NoInferredDependencies() NodeOption {

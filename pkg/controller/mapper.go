@@ -56,7 +56,7 @@ func (m *mappingCache) RESTMapping(gk schema.GroupKind, versions ...string) (*me
 // manager's cache is limited to namespaces (ctrl.Options.Cache.DefaultNamespaces): that cache asks
 // the manager's mapper whether a kind is namespaced on every read, and the dynamic mapper walks
 // every API group for each answer, which made a cached read of an owned object cost about as
-// much CPU as kdag's whole check of an unchanged node (issue 16, docs/benchmarks.md section 3).
+// much CPU as kdag's whole check of an unchanged node (docs/benchmarks.md section 3).
 //
 // Failures are not remembered (a kind whose CRD is installed later is found then); a found
 // mapping is kept for the process's life, so a CRD deleted and re-created with another scope

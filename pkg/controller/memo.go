@@ -18,8 +18,8 @@ import (
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
-// A settled owner's reconcile finds every node unchanged. What makes that cheap (issue 16, item
-// 2) is memory of two things, each valid only while its inputs are the same:
+// A settled owner's reconcile finds every node unchanged. What makes that cheap is memory of
+// two things, each valid only while its inputs are the same:
 //
 //   - rendered: per owner and node, a fingerprint of the author's object as last rendered (the
 //     SHA-256 of its JSON) with what it rendered to (desired hash, content hash). An object with
@@ -82,7 +82,7 @@ func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResu
 	}
 	// What dependents consume of a node kdag renders is the desired object as rendered, hashed
 	// before the apply replaces it with the API server's response (which adds defaults): the
-	// same hash whether the object was just created or read from the cache (issue 20, item 6).
+	// same hash whether the object was just created or read from the cache.
 	if !s.createOnly {
 		if r.contentHash, err = resources.ContentHash(desired); err != nil {
 			return nil, nil, errors.Wrapf(err, "%s: hash content", s.id)

@@ -35,7 +35,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 		return err
 	}
 	// The cache's own object, not a copy (a copy of its managed fields was a third of a settled
-	// node's CPU, issue 16): live is only read from here on; whatever writes makes its own object.
+	// node's CPU): live is only read from here on; whatever writes makes its own object.
 	switch err := c.client.Get(ctx, client.ObjectKey{Namespace: s.id.Namespace, Name: s.id.Name}, live,
 		&client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); {
 	case apierrors.IsNotFound(err):
@@ -43,8 +43,8 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	case err != nil:
 		return errors.Wrapf(err, "%s: read from cache", s.id)
 	}
-	// A user's keep annotation on the live object (issue 14) releases it from the owner
-	// reference, once the owner's finalizer is there to orphan it when the owner goes.
+	// A user's keep annotation on the live object releases it from the owner reference, once the
+	// owner's finalizer is there to orphan it when the owner goes.
 	release := live != nil && !s.keep && apply.Kept(live)
 	if release && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		res.wantsFinalizer, release = true, false
@@ -120,9 +120,9 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	return err
 }
 
-// driftPolicy is the drift policy of s under owner (issue 14): the owner's kdag.dev/drift
-// annotation when set (checked by validDriftAnnotation before the graph runs), else the node's
-// OnDrift, else DriftRepair.
+// driftPolicy is the drift policy of s under owner: the owner's kdag.dev/drift annotation when set
+// (checked by validDriftAnnotation before the graph runs), else the node's OnDrift, else
+// DriftRepair.
 func (c *Controller) driftPolicy(owner client.Object, s *nodeSpec) apply.DriftPolicy {
 	if v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]; ok {
 		if p, err := apply.ParseDriftPolicy(v); err == nil {

@@ -109,7 +109,7 @@ func WithReferenceNamespaces(namespaces ...string) Option {
 
 // WithReadyWhen sets the readiness rule of every node whose object has kind's type (an empty
 // object, such as &v1alpha1.PostgreSQL{}), so that an author registers it once for the kind
-// instead of giving ReadyWhen to each node (issue 15). A node's own ReadyWhen still wins; of two
+// instead of giving ReadyWhen to each node. A node's own ReadyWhen still wins; of two
 // WithReadyWhen for one kind, the last wins. New returns an error when kind's type is not in the
 // manager's scheme or fn is nil.
 //
@@ -147,10 +147,10 @@ func WithWatchNamespaces(namespaces ...string) Option {
 }
 
 // WithShard makes the Controller reconcile only owners labelled kdag.dev/shard=shard (static
-// shards, issue 17; docs/sharding.md); the objects it applies for them carry the same label.
-// Give it to For (or to controllers.Components), not to Setup: CacheOptions reads it from the
-// components to select the shard's owners and objects in the manager's cache, and Setup refuses
-// a shard CacheOptions could not see, or components of different shards in one manager. Run one
+// shards, docs/sharding.md); the objects it applies for them carry the same label. Give it to For
+// (or to controllers.Components), not to Setup: CacheOptions reads it from the components to
+// select the shard's owners and objects in the manager's cache, and Setup refuses a shard
+// CacheOptions could not see, or components of different shards in one manager. Run one
 // manager per shard, each with its own leader election (LeaderElectionID). shard must be a
 // DNS-1123 label (ValidateShard); New and Setup return an error otherwise. Default: "", no
 // shard: the Controller reconciles only owners without the label.

@@ -24,7 +24,7 @@ import (
 // same AddResources code that reconciles, for docs, reviews and the offline `plan` command.
 type Plan struct {
 	// Nodes in the order AddResources added them, a node moved after a later-added node it
-	// references (an inferred blocker, issue 15): a topological order.
+	// references (an inferred blocker): a topological order.
 	Nodes []PlannedNode
 }
 
@@ -39,14 +39,14 @@ type PlannedNode struct {
 	// Keep is the node's deletion policy keep (Keep): orphaned, never deleted.
 	Keep bool
 	// Recreate is the deletion propagation of the node's Recreate option (an immutable-field
-	// change deletes and re-creates the object, issue 14), "" without it.
+	// change deletes and re-creates the object), "" without it.
 	Recreate metav1.DeletionPropagation
 	// Finished is a node whose work is done (Finished): never created again.
 	Finished bool
 	// OrderOnly are the blockers given with After: order only, their content not hashed.
 	OrderOnly []NodeID
 	// Inferred are the blockers the Builder inferred from the object's references to other
-	// nodes (issue 15), not declared; they follow the declared ones in Blockers.
+	// nodes, not declared; they follow the declared ones in Blockers.
 	Inferred []NodeID
 	// Protects names the data the node's object opens (ProtectsData), or is the zero NodeID.
 	Protects NodeID
@@ -128,7 +128,7 @@ func (p *Plan) graph() (*graph.Graph[NodeID], error) {
 }
 
 // WriteMermaid writes the plan as a Mermaid flowchart, blockers pointing at their dependents,
-// inferred edges (issue 15) dotted. The same plan always gives the same bytes.
+// inferred edges dotted. The same plan always gives the same bytes.
 func (p *Plan) WriteMermaid(w io.Writer) error {
 	g, err := p.graph()
 	if err != nil {
@@ -137,8 +137,8 @@ func (p *Plan) WriteMermaid(w io.Writer) error {
 	return g.WriteMermaid(w, nil, p.renderOptions())
 }
 
-// WriteDOT writes the plan as a Graphviz DOT digraph, inferred edges (issue 15) dashed; same
-// plan, same bytes.
+// WriteDOT writes the plan as a Graphviz DOT digraph, inferred edges dashed; same plan,
+// same bytes.
 func (p *Plan) WriteDOT(w io.Writer) error {
 	g, err := p.graph()
 	if err != nil {
@@ -187,7 +187,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 // String returns the node's ID followed by "  (after A, B; create-only; adopt; keep)" when it has
 // blockers or options ("reference: must exist, never written" for a Builder.Reference node); a
 // blocker reads "A (order only)" when given with After, "A (inferred)" when inferred from a
-// reference (issue 15).
+// reference.
 func (n PlannedNode) String() string { return n.ID.String() + n.describe() }
 
 // describe returns "  (after A, B; create-only; adopt)", or "" for a node with neither

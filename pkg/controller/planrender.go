@@ -27,9 +27,9 @@ type RenderedNode struct {
 	Waiting string
 }
 
-// Render returns the nodes of p, in p's order, as a reconcile of owner would apply them (issue
-// 14: the live plan dry-runs exactly these objects). live returns the object of a node as the
-// cluster holds it, or nil when it does not exist; it is called for create-only, finished and
+// Render returns the nodes of p, in p's order, as a reconcile of owner would apply them (the
+// live plan dry-runs exactly these objects). live returns the object of a node as the cluster
+// holds it, or nil when it does not exist; it is called for create-only, finished and
 // Reference nodes, whose content comes from the cluster as in a reconcile:
 //
 //   - a node kdag renders feeds its dependents the content hash of its desired object;
@@ -127,7 +127,7 @@ func referenceContent(n PlannedNode, u *unstructured.Unstructured) (hash, waitin
 
 // RedactSecretValues replaces, when gvk is a core/v1 Secret, every value of obj's data and
 // stringData with placeholder(field, key) (field "data" or "stringData"), in place; other kinds
-// are left alone. It is how Plan.WriteText and the live plan (issue 14) never print a Secret's
+// are left alone. It is how Plan.WriteText and the live plan never print a Secret's
 // values, its diffs included.
 func RedactSecretValues(gvk schema.GroupVersionKind, obj map[string]any, placeholder func(field, key string) string) {
 	if gvk.Group != "" || gvk.Kind != "Secret" {

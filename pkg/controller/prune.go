@@ -28,7 +28,7 @@ type pruneResult struct {
 // the graph any more (a component switched off). It reads from the cache, matches on the owner's
 // UID (never on names) and deletes with a UID precondition, so it cannot touch an object that
 // kdag did not apply for this owner. A kept object (apply.Kept on the live object: Keep, or a
-// user's annotation, issue 14) is orphaned instead.
+// user's annotation) is orphaned instead.
 func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) (r pruneResult) {
 	ctx, span := startSpan(ctx, spanPrune)
 	defer func() {

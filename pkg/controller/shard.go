@@ -18,7 +18,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
-// Static shards (issue 17), as Flux shards its controllers: each manager reconciles the owners
+// Static shards, as Flux shards its controllers: each manager reconciles the owners
 // labelled kdag.dev/shard with its shard's name (WithShard), an unsharded manager those without
 // the label. The manager's cache holds only its shard's owners and objects (CacheOptions), and
 // the objects kdag applies carry their owner's shard label (apply.Desired), so a child owner

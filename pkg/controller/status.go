@@ -78,7 +78,7 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 		return nil
 	}
 	// LastReconcile changes on every reconcile (its timings): it goes only with another change,
-	// never causing a write by itself, and is computed only then (issue 15).
+	// never causing a write by itself, and is computed only then.
 	if content["lastReconcile"], err = runtime.DefaultUnstructuredConverter.ToUnstructured(r.reconcileSummary(ctx)); err != nil {
 		return errors.Wrap(err, "convert status")
 	}
@@ -219,7 +219,7 @@ func setConditions(st *kdagv1alpha1.Status, generation int64, r *outcome) {
 		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
 	}
-	// Drifted (issue 14) is about the nodes this reconcile processed; a graph that did not run
+	// Drifted is about the nodes this reconcile processed; a graph that did not run
 	// leaves it as it was. Absent on owners that never reported drift, so that it costs them no
 	// status write.
 	switch msg := r.driftMessage(); {
@@ -368,7 +368,7 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 	c.objectsEvent(ctx, owner, "Created", "Created", "", created)
 	c.objectsEvent(ctx, owner, "Updated", "Updated", "", updated)
 	c.objectsEvent(ctx, owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
-	// One Orphaned event per annotation that kept objects, naming it (issue 14).
+	// One Orphaned event per annotation that kept objects, naming it.
 	var byAnnotation []string
 	kept := map[string][]NodeID{}
 	for i, id := range r.prune.orphaned {
@@ -408,7 +408,7 @@ func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reas
 }
 
 // emitConditionEvents records transitions of Ready and Stalled, new retried failures, and a new
-// list of reported drift (Drifted, issue 14).
+// list of reported drift (Drifted).
 func (c *Controller) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
 	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
@@ -461,7 +461,7 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 // would refuse it, and the refusal is only noise in the log).
 //
 // The note ends with the trace ID of ctx's span, when there is one, so that an event leads to
-// its reconcile's trace (issue 15); the note is cut to the Events API's 1 kB before it.
+// its reconcile's trace; the note is cut to the Events API's 1 kB before it.
 func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
 	c.eventRelated(ctx, owner, nil, typ, reason, format, args...)
 }

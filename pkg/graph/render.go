@@ -14,7 +14,7 @@ type RenderOptions[ID comparable] struct {
 	// Label returns the text shown for a node. Default: fmt.Sprint(id).
 	Label func(ID) string
 	// Dashed reports whether the edge from blocker to dependent is drawn dashed (kdag draws so
-	// the dependencies it inferred from references, issue 15). Default nil: every edge solid.
+	// the dependencies it inferred from references). Default nil: every edge solid.
 	Dashed func(blocker, dependent ID) bool
 }
 

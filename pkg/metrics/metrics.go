@@ -176,7 +176,7 @@ func (m *Metrics) DriftRepaired(controller, kind string) {
 }
 
 // DriftReported counts an object of kind found drifted and left as it is because its drift
-// policy is report (issue 14); call it once per new set of drifted fields, not per reconcile.
+// policy is report; call it once per new set of drifted fields, not per reconcile.
 func (m *Metrics) DriftReported(controller, kind string) {
 	if m == nil {
 		return

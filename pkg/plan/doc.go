@@ -21,9 +21,9 @@
 // yaml output (controller.Plan.WriteText) shows placeholders. The drawings come from pkg/render,
 // like pkg/graph's and `kubectl kdag`'s.
 //
-// With --live (issue 14) the command asks a cluster what applying would change: `plan --live
-// TYPE/NAME` for an owner on the cluster, `plan --live -f FILE` for a spec not applied yet
-// (Resolve). Planner.Changes builds each node's object as the apply engine would get it
+// With --live the command asks a cluster what applying would change: `plan --live TYPE/NAME` for
+// an owner on the cluster, `plan --live -f FILE` for a spec not applied yet (Resolve).
+// Planner.Changes builds each node's object as the apply engine would get it
 // (controller.Plan.Render), dry-runs kdag's server-side apply (client.DryRunAll) and classifies
 // it: Create, Update (with a diff), Unchanged, Recreate, Refused, and, for objects the graph no
 // longer holds, Prune or Keep. Nothing is written. WriteChanges prints the changes as text, yaml

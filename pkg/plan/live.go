@@ -28,7 +28,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// Action is what applying an owner would do to one object, as the live plan finds it (issue 14).
+// Action is what applying an owner would do to one object, as the live plan finds it.
 type Action string
 
 // Actions of the live plan.
@@ -101,7 +101,7 @@ type OwnerChanges struct {
 // placeholderUID is the UID typed gives an owner the cluster does not hold.
 const placeholderUID = "00000000-0000-0000-0000-000000000000"
 
-// Resolve returns owner, read from a file, as the cluster would have it once applied (issue 14):
+// Resolve returns owner, read from a file, as the cluster would have it once applied:
 // the owner of its kind, namespace and name on the cluster (read through r) with every top-level
 // field but apiVersion, kind, metadata and status replaced by owner's, defaulted with its CRD
 // schema; or owner itself when the cluster does not hold it. It returns r's errors other than
@@ -160,13 +160,13 @@ func (p *Planner) ReadOwner(ctx context.Context, r client.Reader, gvk schema.Gro
 	return p.typed(u)
 }
 
-// Changes plans owners against a cluster (issue 14): for each owner and each child owner its
-// graph holds (the child on the cluster, its spec replaced by the one the graph applies), each
-// node's object is built as the apply engine would get it (controller.Plan.Render), read from the
-// cluster and classified, the writes tried as server-side dry runs (client.DryRunAll, the
-// component's field manager, ForceOwnership as the engine applies), at most parallel at once
-// (0: 8). Owners come from ReadOwner or Resolve: one whose UID is the placeholder Decode gives is
-// new. c must be able to read every owned type; it is never asked to write but with DryRunAll.
+// Changes plans owners against a cluster: for each owner and each child owner its graph holds (the
+// child on the cluster, its spec replaced by the one the graph applies), each node's object is
+// built as the apply engine would get it (controller.Plan.Render), read from the cluster and
+// classified, the writes tried as server-side dry runs (client.DryRunAll, the component's field
+// manager, ForceOwnership as the engine applies), at most parallel at once (0: 8). Owners come
+// from ReadOwner or Resolve: one whose UID is the placeholder Decode gives is new. c must be able
+// to read every owned type; it is never asked to write but with DryRunAll.
 //
 // It returns the changes per owner, in Walk's order, or the first error of a plan, a read, a dry
 // run the API server did not answer (RBAC, a missing CRD) or a conversion, naming the object.
@@ -384,7 +384,7 @@ func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, recreate met
 //
 // recreate is the node's Recreate propagation: with it, the Recreate says kdag deletes the object
 // (with that propagation) and creates it again; without it, that the reconcile stops there, the
-// owner Stalled, until the spec changes back or the author gives the node Recreate (issue 14).
+// owner Stalled, until the spec changes back or the author gives the node Recreate.
 func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, write func() error) error {
 	err := write()
 	if err == nil {
@@ -489,7 +489,7 @@ const JSON Format = "json"
 // liveFormats are the Formats of the live plan, in the order error messages list them.
 var liveFormats = []Format{Text, YAML, JSON}
 
-// WriteChanges writes changes to w in format (issue 14):
+// WriteChanges writes changes to w in format:
 //
 //   - Text: per owner a line "Kind namespace/name" (with "(not on the cluster)" for a new one),
 //     then per object "  Action  Kind namespace/name", its reason and error indented below it, and

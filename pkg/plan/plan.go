@@ -52,7 +52,7 @@ type Options struct {
 	// files at any depth; other files and other kinds are skipped), whose structural schemas
 	// default the owners as the API server would. Default nil: owners are planned as written.
 	CRDs fs.FS
-	// RESTConfig reaches the cluster of a live plan (Run with --live, issue 14). Default nil: the
+	// RESTConfig reaches the cluster of a live plan (Run with --live). Default nil: the
 	// kubeconfig of --kubeconfig and --context, as kubectl loads it.
 	RESTConfig *rest.Config
 	// Parallel bounds the reads and dry runs of a live plan in flight at once. Default 0: 8.

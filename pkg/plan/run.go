@@ -22,7 +22,7 @@ import (
 // have none, default "default") writes the plans of FILE's owners and their children
 // (Planner.Write).
 //
-// Against a cluster (issue 14), `--live TYPE/NAME [-n NAMESPACE]` plans the owner TYPE/NAME
+// Against a cluster, `--live TYPE/NAME [-n NAMESPACE]` plans the owner TYPE/NAME
 // (TYPE: its kind or resource name, "gitea" or "giteas.gitea.kdag.dev") as the cluster holds it,
 // and `--live -f FILE` the owners of FILE as they would be once applied (Resolve: the cluster's
 // owner with FILE's spec, or FILE's owner when the cluster has none); -n defaults to the

@@ -7,10 +7,10 @@
 // of earlier or later nodes. Edges go from blocker to dependent, written by dependent in node
 // order, then in the order of its Blockers; an edge from a blocker the node lists in Dashed is
 // dashed (DOT style=dashed, Mermaid -.->): kdag draws so the dependencies it inferred from
-// references (issue 15). A node marked Bold, and an edge from a blocker its node lists in
-// BoldEdges, are drawn thick (DOT penwidth=3; Mermaid a "bold" class and linkStyle): kdag draws
-// so the last reconcile's critical path. A node with a State shows it on a second line and is filled with the
-// color its Style gives that state. The same Graph always gives the same bytes.
+// references. A node marked Bold, and an edge from a blocker its node lists in BoldEdges, are
+// drawn thick (DOT penwidth=3; Mermaid a "bold" class and linkStyle): kdag draws so the last
+// reconcile's critical path. A node with a State shows it on a second line and is filled with
+// the color its Style gives that state. The same Graph always gives the same bytes.
 //
 //	g := render.Graph{Title: "App/demo", Nodes: []render.Node{
 //		{Label: "Secret demo"},

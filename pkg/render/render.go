@@ -33,10 +33,10 @@ type Node struct {
 	// node in this order. An index out of range (a corrupt status) draws no edge.
 	Blockers []int32
 	// Dashed are the Blockers whose edges are drawn dashed: kdag draws so the dependencies it
-	// inferred from references (issue 15). Default nil: every edge solid.
+	// inferred from references. Default nil: every edge solid.
 	Dashed []int32
 	// Bold draws the node with a thick border (DOT penwidth=3, Mermaid class bold): kdag draws so
-	// the nodes of the owner's last critical path (issue 15). Default false.
+	// the nodes of the owner's last critical path. Default false.
 	Bold bool
 	// BoldEdges are the Blockers whose edges are drawn thick (DOT penwidth=3, Mermaid linkStyle
 	// stroke-width:3px), dashed or not: kdag draws so the critical path's edges. Default nil.

@@ -99,7 +99,8 @@ func ContentHash(u *unstructured.Unstructured) (string, error) {
 // The hash is that of the map's JSON (encoding/json: keys sorted, HTML characters escaped), which
 // annotations on live objects already hold: a change of encoding would roll every workload on an
 // upgrade. Keys and values that need no escaping, the usual case (node IDs and hex hashes), are
-// written directly in that encoding, without encoding/json's reflection (issue 16).
+// written directly in that encoding, without encoding/json's reflection: this hash was a sixth
+// of the CPU of an unchanged node's check (docs/benchmarks.md section 2).
 func CombineHashes(hashes map[string]string) string {
 	keys := make([]string, 0, len(hashes))
 	n := 2

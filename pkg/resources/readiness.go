@@ -80,8 +80,8 @@ func Ready(u *unstructured.Unstructured) (Readiness, error) {
 // TypedReady answers Ready for a typed object of a kind that has no status (ConfigMap, Secret,
 // ServiceAccount, Role, RoleBinding, ClusterRole, ClusterRoleBinding) without converting it:
 // kstatus finds such an object Current unless it is being deleted (StatusTerminating). ok is
-// false for any other object, typed or not: call Ready with its unstructured form. Issue 16:
-// the conversion cost more than the answer for the objects most graphs hold most of.
+// false for any other object, typed or not: call Ready with its unstructured form. It exists
+// because the conversion cost more than the answer for the objects most graphs hold most of.
 func TypedReady(obj Object) (r Readiness, ok bool) {
 	// kstatus' messages: its list of always-ready kinds, or its generic rule (no conditions).
 	msg := "Resource is current"

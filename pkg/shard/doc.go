@@ -1,7 +1,7 @@
-// Package shard runs dynamic shards (issue 17, kdag's --shards=auto): every replica of the
-// operator is a shard of its own, named by its ID, and the owners without a static shard are
-// spread over the live replicas by consistent hashing, so that adding a replica takes about 1/N
-// of the owners and losing one gives its owners to the others.
+// Package shard runs dynamic shards (kdag's --shards=auto): every replica of the operator is a
+// shard of its own, named by its ID, and the owners without a static shard are spread over the
+// live replicas by consistent hashing, so that adding a replica takes about 1/N of the owners and
+// losing one gives its owners to the others.
 //
 //   - Member keeps the replica's Lease "<group>-shard-<id>" (coordination.k8s.io/v1, label
 //     kdag.dev/shard-member=<group>) renewed in the operator's namespace, and stops the manager

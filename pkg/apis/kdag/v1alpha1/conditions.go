@@ -14,7 +14,7 @@ const (
 	ConditionStalled = "Stalled"
 	// ConditionDrifted is True when objects of a node whose drift policy is report (the owner's
 	// kdag.dev/drift annotation, or the node's) were changed by another writer and kdag left them
-	// so (issue 14); its message lists them as "Kind namespace/name: field paths", never values.
+	// so; its message lists them as "Kind namespace/name: field paths", never values.
 	// It becomes False once no processed node reports drift, and is absent on owners that never
 	// had any. It does not change Ready, which follows the live objects' readiness.
 	ConditionDrifted = "Drifted"

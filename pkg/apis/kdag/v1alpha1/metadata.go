@@ -11,8 +11,8 @@ const (
 	// names, so an owner deleted and re-created under the same name does not claim the old
 	// owner's objects.
 	LabelOwnerUID = "kdag.dev/owner-uid"
-	// LabelShard on an owner names the shard whose manager reconciles it (issue 17, static
-	// shards as in Flux): a manager started with a shard (controller.WithShard, kdag's --shard)
+	// LabelShard on an owner names the shard whose manager reconciles it (static shards, as
+	// in Flux): a manager started with a shard (controller.WithShard, kdag's --shard)
 	// reconciles only owners labelled with its name; a manager without one only owners without
 	// the label. kdag copies the owner's value onto every object it applies for the owner,
 	// child owners included, so that the shard's label-selected cache holds them. The value is
@@ -43,7 +43,7 @@ const (
 	AnnotationDesiredHash = "kdag.dev/desired-hash"
 	// AnnotationDependenciesHash is the hash of the node's blockers' content (ConfigMap and
 	// Secret data, the spec of others), declared with DependsOn or inferred from the object's
-	// references (issue 15); After blockers do not count. On workloads it is also set on the pod
+	// references; After blockers do not count. On workloads it is also set on the pod
 	// template, so a configuration change rolls the pods.
 	AnnotationDependenciesHash = "kdag.dev/dependencies-hash"
 
@@ -54,12 +54,12 @@ const (
 	AnnotationResourcePolicy = "kdag.dev/resource-policy"
 	// ResourcePolicyKeep is the value of AnnotationResourcePolicy that keeps an object.
 	ResourcePolicyKeep = "keep"
-	// AnnotationKeep set to "true" is a short alias of AnnotationResourcePolicy: keep, for users
-	// (issue 14). kdag itself writes AnnotationResourcePolicy only.
+	// AnnotationKeep set to "true" is a short alias of AnnotationResourcePolicy: keep, for users.
+	// kdag itself writes AnnotationResourcePolicy only.
 	AnnotationKeep = "kdag.dev/keep"
 
 	// AnnotationDrift on an owner chooses what kdag does when another writer changes fields kdag
-	// set on the owner's objects (issue 14): DriftRepair (the default) reverts them, DriftReport
+	// set on the owner's objects: DriftRepair (the default) reverts them, DriftReport
 	// leaves them and reports them in the owner's Drifted condition, a Warning event and the
 	// kdag_drift_reports_total metric. Set, it wins over the nodes' own drift policy
 	// (controller.OnDrift). Any other value makes the owner Stalled until it is corrected.

@@ -40,13 +40,12 @@ type Status struct {
 	// +optional
 	Graph *GraphSummary `json:"graph,omitempty"`
 	// WaitingFor names the node that holds Ready back and since when, while the owner is not
-	// Ready; empty once it is (issue 15).
+	// Ready; empty once it is.
 	// +optional
 	WaitingFor *WaitingFor `json:"waitingFor,omitempty"`
 	// LastReconcile is the trace ID and critical path of the last reconcile that wrote this
 	// status. It is written on every reconcile while the owner is not Ready; once it is Ready,
-	// only together with a change of the rest of the status, so that timings never cause a write
-	// (issue 15).
+	// only together with a change of the rest of the status, so that timings never cause a write.
 	// +optional
 	LastReconcile *ReconcileSummary `json:"lastReconcile,omitempty"`
 }
@@ -168,7 +167,7 @@ type GraphNode struct {
 	// +optional
 	Blockers []int32 `json:"blockers,omitempty"`
 	// Inferred are the Blockers that kdag inferred from the node's references to other nodes (a
-	// pod template mounting a ConfigMap, issue 15) rather than the operator declaring them; a
+	// pod template mounting a ConfigMap) rather than the operator declaring them; a
 	// subset of Blockers, in their order.
 	// +optional
 	Inferred []int32 `json:"inferred,omitempty"`
