@@ -25,7 +25,7 @@ GOLANGCI_LINT_VERSION := $(call modver,lint,github.com/golangci/golangci-lint/v2
 JAEGER_VERSION := $(call modver,jaeger,github.com/jaegertracing/jaeger)
 
 # The control plane: one directory with every binary envtest and the local cluster need. It is
-# what KUBEBUILDER_ASSETS points at (see pkg/testing/envtest and pkg/testing/cluster).
+# what KUBEBUILDER_ASSETS points at (see pkg/localcluster.BinDir).
 CLUSTER_BIN := $(BIN)/cluster
 CLUSTER_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 KUBE_DIR := $(BIN)/k8s-$(KUBE_VERSION)
@@ -64,7 +64,7 @@ KUBECONFIG_DEV := $(BIN)/kubeconfig-$(CLUSTER_NAME)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 PKGS ?= ./...
-# PURE_PKGS are the packages whose tests need no binary at all (tests in tiers, issue 19): the
+# PURE_PKGS are the packages whose tests need no binary at all: the
 # test target runs them first with KUBEBUILDER_ASSETS pointing nowhere, so an API-server test
 # that slips into them fails.
 PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
@@ -180,9 +180,13 @@ install: manifests tools-cluster ## Install the CRDs into the cluster of the cur
 run: install ## Run the manager against the current kube context (CRDs installed first).
 	go run -ldflags '$(LDFLAGS)' . --health-probe-bind-address=:8081 --metrics-bind-address=:8080
 
+# DEMO_ARGS passes flags to the demo: `make demo DEMO_ARGS=-exit-when-ready` exits once the sample is
+# Ready (non-zero if it is not within -timeout, default 10m), as CI runs it; `go run ./hack/demo -h`.
+DEMO_ARGS ?=
+
 .PHONY: demo
-demo: tools-cluster ## Deploy the reference app on the local cluster: cluster, CRDs, operator, sample; Ctrl-C stops.
-	@go run ./hack/demo -name $(CLUSTER_NAME) -kubeconfig $(KUBECONFIG_DEV) -version '$(VERSION)'
+demo: tools-cluster ## Deploy the reference app on the local cluster: cluster, CRDs, operator, sample; Ctrl-C stops (DEMO_ARGS=-exit-when-ready exits once Ready).
+	@go run ./hack/demo -name $(CLUSTER_NAME) -kubeconfig $(KUBECONFIG_DEV) -version '$(VERSION)' $(DEMO_ARGS)
 
 ##@ Tools (built from source into bin/, keyed by version)
 

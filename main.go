@@ -22,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -105,9 +106,13 @@ func main() {
 		}
 		os.Exit(plan.ExitCode(err)) // kubectl diff's: 0 no change, 1 changes, 2 error
 	}
+	// The manager's own flag set, as the Kubernetes components have: an imported package that
+	// registers a name on the process-global flag.CommandLine cannot clash with these.
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	crconfig.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
 	var opts options
-	opts.bindFlags(flag.CommandLine)
-	flag.Parse()
+	opts.bindFlags(fs)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: -h exits 0, a bad flag exits 2
 	if opts.printVersion {
 		fmt.Println("kdag", version)
 		return

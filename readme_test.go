@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,4 +160,51 @@ func normalize(s string) string {
 		lines[i] = strings.TrimSpace(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestDocs_RelativeLinksResolve checks that every relative Markdown link of README.md and docs/
+// ([text](path), [ref]: path) names a file or folder the repository holds: a reader of a fresh
+// clone must be able to follow it. Web links and in-page anchors are not checked.
+func TestDocs_RelativeLinksResolve(t *testing.T) {
+	files, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "README.md")
+	inline := regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	reference := regexp.MustCompile(`(?m)^\s*\[[^\]]+\]:\s*(\S+)`)
+	codeBlock := regexp.MustCompile("(?s)```.*?```")
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := codeBlock.ReplaceAllString(string(b), "")
+		var targets []string
+		for _, m := range inline.FindAllStringSubmatch(text, -1) {
+			targets = append(targets, m[1])
+		}
+		for _, m := range reference.FindAllStringSubmatch(text, -1) {
+			targets = append(targets, m[1])
+		}
+		for _, target := range targets {
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, _, _ := strings.Cut(target, "#")
+			resolved := filepath.Join(filepath.Dir(f), path)
+			checked++
+			if _, err := os.Stat(resolved); err != nil {
+				t.Errorf("%s links %q, which is not in the repository (%s)", f, target, resolved)
+				continue
+			}
+			if rel, err := filepath.Rel(".", resolved); err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s links %q, outside the repository", f, target)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d relative links; the README alone has more: is the pattern broken?", checked)
+	}
 }

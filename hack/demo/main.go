@@ -18,7 +18,7 @@ import (
 
 	"github.com/pkg/errors"
 
-	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/localcluster"
 )
 
 type options struct {
@@ -30,16 +30,18 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.name, "name", "kdag", "name of the local cluster")
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "bin/kubeconfig-kdag", "where the cluster's kubeconfig is written")
-	flag.StringVar(&o.crds, "crds", "config/crd/bases", "directory of CRDs to install")
-	flag.StringVar(&o.sample, "sample", "config/samples/gitea.yaml", "the application to deploy")
-	flag.StringVar(&o.waitFor, "wait-for", "condition=Ready", "kubectl wait --for condition of the sample")
-	flag.StringVar(&o.managerLog, "manager-log", "bin/demo-manager.log", "file that receives the operator's log")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for the sample to be Ready")
-	flag.StringVar(&o.version, "version", "dev", "operator version stamped into the manager (main.version)")
-	flag.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop the operator and exit once the sample is Ready")
-	flag.Parse()
+	// Its own flag set: no imported package can register a clashing name on it.
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	fs.StringVar(&o.name, "name", "kdag", "name of the local cluster")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "bin/kubeconfig-kdag", "where the cluster's kubeconfig is written")
+	fs.StringVar(&o.crds, "crds", "config/crd/bases", "directory of CRDs to install")
+	fs.StringVar(&o.sample, "sample", "config/samples/gitea.yaml", "the application to deploy")
+	fs.StringVar(&o.waitFor, "wait-for", "condition=Ready", "kubectl wait --for condition of the sample")
+	fs.StringVar(&o.managerLog, "manager-log", "bin/demo-manager.log", "file that receives the operator's log")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for the sample to be Ready")
+	fs.StringVar(&o.version, "version", "dev", "operator version stamped into the manager (main.version)")
+	fs.BoolVar(&o.exitWhenReady, "exit-when-ready", false, "stop the operator and exit once the sample is Ready")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: -h exits 0, a bad flag 2
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -56,7 +58,7 @@ func step(format string, args ...any) {
 func run(ctx context.Context, o options) error {
 	start := time.Now()
 	step("starting the local cluster %s", o.name)
-	c, err := cluster.Start(ctx, cluster.Options{Name: o.name, Log: os.Stdout})
+	c, err := localcluster.Start(ctx, localcluster.Options{Name: o.name, Log: os.Stdout})
 	if err != nil {
 		return err
 	}

@@ -13,31 +13,33 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/localcluster"
 )
 
 func main() {
-	name := flag.String("name", "kdag", "name of the local cluster")
-	kubeconfig := flag.String("kubeconfig", "bin/kubeconfig-kdag", "where `up` writes the cluster's kubeconfig")
-	nodes := flag.Int("nodes", 2, "number of fake nodes")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: devcluster [flags] up|down\n")
-		flag.PrintDefaults()
+	// Its own flag set: no imported package can register a clashing name on it.
+	fs := flag.NewFlagSet("devcluster", flag.ExitOnError)
+	name := fs.String("name", "kdag", "name of the local cluster")
+	kubeconfig := fs.String("kubeconfig", "bin/kubeconfig-kdag", "where `up` writes the cluster's kubeconfig")
+	nodes := fs.Int("nodes", 2, "number of fake nodes")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: devcluster [flags] up|down\n")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: -h exits 0, a bad flag 2
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := cluster.Options{Name: *name, Nodes: *nodes, Log: os.Stdout}
+	opts := localcluster.Options{Name: *name, Nodes: *nodes, Log: os.Stdout}
 
 	var err error
-	switch flag.Arg(0) {
+	switch fs.Arg(0) {
 	case "up":
 		err = up(ctx, opts, *kubeconfig)
 	case "down":
-		err = cluster.Delete(ctx, opts)
+		err = localcluster.Delete(ctx, opts)
 	default:
-		flag.Usage()
+		fs.Usage()
 		os.Exit(2)
 	}
 	if err != nil {
@@ -46,9 +48,9 @@ func main() {
 	}
 }
 
-func up(ctx context.Context, opts cluster.Options, kubeconfig string) error {
+func up(ctx context.Context, opts localcluster.Options, kubeconfig string) error {
 	start := time.Now()
-	c, err := cluster.Start(ctx, opts)
+	c, err := localcluster.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

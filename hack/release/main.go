@@ -24,7 +24,11 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage is printed, as every command does
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
@@ -32,8 +36,13 @@ func main() {
 
 // run executes the command line args (without the program name).
 func run(args []string) error {
+	const usage = "usage: release image|release -version V [flags] (see go doc ./hack/release)"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Println(usage)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || (args[0] != "image" && args[0] != "release") {
-		return errors.New("usage: release image|release -version V [flags] (see go doc ./hack/release)")
+		return errors.New(usage)
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var (

@@ -54,7 +54,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := local.InstallCRDs(testapi.CRDs()...); err != nil {
+	if err := local.InstallCRDs(context.Background(), testapi.CRDs()...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

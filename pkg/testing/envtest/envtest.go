@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kdag-dev/kdag/pkg/testing/assets"
+	"github.com/kdag-dev/kdag/pkg/localcluster"
 	"github.com/kdag-dev/kdag/pkg/testing/internal/names"
 )
 
@@ -65,11 +65,11 @@ type Environment struct {
 	seq atomic.Int64
 }
 
-// Start starts etcd and kube-apiserver from assets.Dir, installs the CRDs of opts and waits until
+// Start starts etcd and kube-apiserver from localcluster.BinDir, installs the CRDs of opts and waits until
 // they are served. It returns an error when a binary is missing (with the command that builds it),
 // when the control plane does not start, or when a CRD cannot be installed. Call Stop when done.
 func Start(opts Options) (*Environment, error) {
-	dir, err := assets.Dir("kube-apiserver", "etcd", "kubectl")
+	dir, err := localcluster.BinDir("kube-apiserver", "etcd", "kubectl")
 	if err != nil {
 		return nil, err
 	}

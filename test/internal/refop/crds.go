@@ -3,6 +3,7 @@
 package refop
 
 import (
+	"context"
 	"io/fs"
 
 	"github.com/pkg/errors"
@@ -37,5 +38,5 @@ func InstallCRDs(c *cluster.Cluster) error {
 		}
 		crds = append(crds, want)
 	}
-	return c.InstallCRDs(crds...)
+	return c.InstallCRDs(context.Background(), crds...)
 }

@@ -1,7 +1,4 @@
-// Package assets finds the control-plane binaries that kdag's test environments run:
-// kube-apiserver, etcd and kubectl for envtest, plus kube-controller-manager, kube-scheduler, kwok
-// and kwokctl for the local cluster. `make tools-cluster` builds them from source into bin/cluster.
-package assets
+package localcluster
 
 import (
 	"os"
@@ -10,27 +7,28 @@ import (
 	"github.com/pkg/errors"
 )
 
-// EnvVar names the directory holding the control-plane binaries. It is the variable envtest
+// BinDirEnv names the directory holding the control-plane binaries. It is the variable envtest
 // already reads, so one setting serves controller-runtime's envtest and kdag's local cluster.
-const EnvVar = "KUBEBUILDER_ASSETS"
+const BinDirEnv = "KUBEBUILDER_ASSETS"
 
 // relDir is where `make tools-cluster` puts the binaries, relative to the repository root.
 const relDir = "bin/cluster"
 
-// Dir returns the directory holding the control-plane binaries: $KUBEBUILDER_ASSETS when it is
+// BinDir returns the directory holding the control-plane binaries that the local cluster and
+// envtest run: $KUBEBUILDER_ASSETS when it is
 // set, else the first bin/cluster found walking up from the working directory (so `go test` in
 // any package of the repository works once `make tools-cluster` has run).
 //
 // It returns an error when neither exists or when the directory lacks one of the binaries named in
 // required; the message says how to build them.
-func Dir(required ...string) (string, error) {
-	dir := os.Getenv(EnvVar)
+func BinDir(required ...string) (string, error) {
+	dir := os.Getenv(BinDirEnv)
 	if dir == "" {
 		dir = findUp(relDir)
 	}
 	if dir == "" {
 		return "", errors.Errorf("control-plane binaries not found: set %s or run `make tools-cluster` "+
-			"in the repository (it builds them into %s)", EnvVar, relDir)
+			"in the repository (it builds them into %s)", BinDirEnv, relDir)
 	}
 	for _, name := range required {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {

@@ -1,4 +1,4 @@
-package assets
+package localcluster
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestDir(t *testing.T) {
+func TestBinDir(t *testing.T) {
 	withBinary := t.TempDir()
 	if err := os.WriteFile(filepath.Join(withBinary, "kube-apiserver"), nil, 0o755); err != nil {
 		t.Fatal(err)
@@ -35,20 +35,20 @@ func TestDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(EnvVar, tt.env)
+			t.Setenv(BinDirEnv, tt.env)
 			t.Chdir(tt.wd)
-			got, err := Dir(tt.required...)
+			got, err := BinDir(tt.required...)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Dir() error = %v, want one containing %q", err, tt.wantErr)
+					t.Fatalf("BinDir() error = %v, want one containing %q", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Dir() error = %v", err)
+				t.Fatalf("BinDir() error = %v", err)
 			}
 			if got != tt.want {
-				t.Fatalf("Dir() = %q, want %q", got, tt.want)
+				t.Fatalf("BinDir() = %q, want %q", got, tt.want)
 			}
 		})
 	}
