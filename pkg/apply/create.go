@@ -58,7 +58,7 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 	// someone removed kdag's labels (the cache holds labelled objects only). A create-only object
 	// is never written again but for its ownership (labels back); its content (a generated
 	// password) feeds the dependents unchanged. Others are applied as usual, labels included.
-	if p.CreateOnly && !hasOwnerLabels(owner, existing) {
+	if p.CreateOnly && !e.ownershipMatches(owner, desired, existing) {
 		obj, err := e.takeOwnership(ctx, desired)
 		return Change{Action: Applied, Object: obj}, err
 	}
@@ -91,13 +91,17 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 // password a user or Helm generated is never replaced. Any other object gets the desired object,
 // as on every later reconcile; first its ownership is taken the same way if another controller
 // holds it (a StatefulSet's claim under a Delete retention policy), as an apply cannot remove
-// another manager's owner reference and an object has one controller at most. It returns the
-// object as the API server stored it.
+// another manager's owner reference and an object has one controller at most; that also holds
+// for a kept object, which then has no controller. It returns the object as the API server
+// stored it.
 func (e *Engine) adopt(ctx context.Context, desired *unstructured.Unstructured, live metav1.Object, p Policy) (*unstructured.Unstructured, error) {
 	if p.CreateOnly {
 		return e.takeOwnership(ctx, desired)
 	}
-	if other, ours := metav1.GetControllerOfNoCopy(live), metav1.GetControllerOfNoCopy(desired); other != nil && ours != nil && other.UID != ours.UID {
+	if other, ours := metav1.GetControllerOfNoCopy(live), metav1.GetControllerOfNoCopy(desired); other != nil && (ours == nil || other.UID != ours.UID) {
+		// Another controller holds it. Taken over, it is kdag's alone, also when kdag gives it no
+		// owner reference (Keep): else the garbage collector deletes it with its old controller,
+		// and it never counts as the owner's (Owns), so kdag would adopt it on every reconcile.
 		if _, err := e.takeOwnership(ctx, desired); err != nil {
 			return nil, err
 		}
@@ -121,7 +125,7 @@ func (e *Engine) takeOwnership(ctx context.Context, desired *unstructured.Unstru
 	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return nil, errors.Wrapf(err, "%s: read", name)
 	}
-	owned := WithOwnership(desired, live)
+	owned := e.WithOwnership(desired, live)
 	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
 	if err := e.client.Patch(ctx, owned, patch, client.FieldOwner(e.opts.FieldManager)); err != nil {
 		return nil, errors.Wrapf(err, "%s: take ownership", name)
@@ -129,13 +133,15 @@ func (e *Engine) takeOwnership(ctx context.Context, desired *unstructured.Unstru
 	return owned, nil
 }
 
-// WithOwnership returns a copy of live with desired's labels and owner references merged in:
-// what the engine's one write to a create-only or adopted object sends (as a merge patch from
-// live), so that its content, a generated password among it, is never rewritten. live's owner
-// references other than a controller one are kept (one controller: kdag's owner, if any).
-// live's kdag.dev/shard label goes when desired has none (its owner moved out of a shard).
-// Neither argument is modified.
-func WithOwnership(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
+// WithOwnership returns a copy of live with desired's ownership metadata merged in: what the
+// engine's one write to a create-only or adopted object sends (as a merge patch from live), so
+// that its content, a generated password among it, is never rewritten. Labels: desired's are set
+// (live's kdag.dev/shard label goes when desired has none: its owner moved out of a shard).
+// Owner references: desired's, and live's that are not a controller's (one controller: kdag's
+// owner, if any; none when desired has none, as for a kept object). The keep annotation
+// kdag.dev/resource-policy: set when desired has it, removed when desired has not and kdag's
+// field manager alone set it (a user's stays). Neither argument is modified.
+func (e *Engine) WithOwnership(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
 	owned := live.DeepCopy()
 	lbls := owned.GetLabels()
 	if lbls == nil {
@@ -153,5 +159,35 @@ func WithOwnership(desired, live *unstructured.Unstructured) *unstructured.Unstr
 		}
 	}
 	owned.SetOwnerReferences(refs)
+	ann := owned.GetAnnotations()
+	switch want := desired.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy]; {
+	case want != "":
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[kdagv1alpha1.AnnotationResourcePolicy] = want
+		owned.SetAnnotations(ann)
+	case ann[kdagv1alpha1.AnnotationResourcePolicy] != "" && e.keepIsOurs(live):
+		delete(ann, kdagv1alpha1.AnnotationResourcePolicy)
+		owned.SetAnnotations(ann)
+	}
 	return owned
+}
+
+// ownershipMatches reports whether live carries desired's ownership metadata (what WithOwnership
+// would write): kdag's labels for owner, the same controller owner reference or none, and the
+// keep annotation when desired has it and not kdag's own when desired has not.
+func (e *Engine) ownershipMatches(owner Owner, desired *unstructured.Unstructured, live client.Object) bool {
+	if !hasOwnerLabels(owner, live) {
+		return false
+	}
+	d, l := metav1.GetControllerOfNoCopy(desired), metav1.GetControllerOfNoCopy(live)
+	if (d == nil) != (l == nil) || d != nil && d.UID != l.UID {
+		return false
+	}
+	hasKeep := live.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] == kdagv1alpha1.ResourcePolicyKeep
+	if desired.GetAnnotations()[kdagv1alpha1.AnnotationResourcePolicy] == kdagv1alpha1.ResourcePolicyKeep {
+		return hasKeep
+	}
+	return !hasKeep || !e.keepIsOurs(live)
 }

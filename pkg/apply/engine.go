@@ -165,13 +165,21 @@ func (o Owner) AdoptValue(namespace string) string {
 	return o.Kind + "/" + o.Object.GetNamespace() + "/" + o.Object.GetName()
 }
 
-// Policy is how a node's object may be written.
+// Policy is how a node's object may be written: the node's complete policy, one value. Which
+// option wins where two meet is the decision table in docs/design.md ("Node lifecycle").
 type Policy struct {
 	// CreateOnly: created once, never written again but to take or restore ownership (a
 	// generated password).
 	CreateOnly bool
 	// Adopt: an existing object that is not the owner's is taken over.
 	Adopt bool
+	// Keep: the deletion policy keep. The object carries kdag.dev/resource-policy: keep and no
+	// controller owner reference, is orphaned rather than deleted by prune and teardown, and is
+	// never deleted by Recreate.
+	Keep bool
+	// Finished: once its object is gone, the node is done and nothing is created (a Job that
+	// ran to completion and was cleaned up).
+	Finished bool
 	// Recreate, when not nil, is the deletion propagation with which an object whose update an
 	// immutable field refuses is deleted, to be created again as desired once it is gone
 	// (Change.Action Recreating). Nil: such an update fails with an *ImmutableFieldError.
@@ -201,6 +209,8 @@ type Change struct {
 	// Repeat, with action Reported: the engine reported the same fields of this object before
 	// (a reconcile that found nothing new), so that callers count and announce a drift once.
 	Repeat bool
+	// pending says what change waits for the cluster (Entry.Pending).
+	pending string
 }
 
 // Apply brings desired to the cluster. desired is prepared for server-side apply (see

@@ -211,3 +211,14 @@ func (e *Engine) Admits(owner Owner, desired *unstructured.Unstructured, live cl
 // owned create-only object without them gets them back with a merge patch, its only write (the
 // live plan shows it as an update).
 func HasOwnerLabels(owner Owner, obj metav1.Object) bool { return hasOwnerLabels(owner, obj) }
+
+// sameScope reports whether obj can hold an owner reference to owner: owner is cluster-scoped,
+// or both are in one namespace.
+func sameScope(owner, obj metav1.Object) bool {
+	return owner.GetNamespace() == "" || obj.GetNamespace() == owner.GetNamespace()
+}
+
+// controllerRef returns obj's controller owner reference, nil without one.
+func controllerRef(obj metav1.Object) *metav1.OwnerReference {
+	return metav1.GetControllerOfNoCopy(obj)
+}

@@ -81,7 +81,11 @@ func TestWithOwnership_Shard(t *testing.T) {
 			desired.SetLabels(tc.desired)
 			live.SetLabels(tc.live)
 			live.Object["data"] = map[string]any{"password": "kept"}
-			got := apply.WithOwnership(desired, live)
+			e, err := apply.New(nil, nil, nil, apply.Options{FieldManager: "kdag"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := e.WithOwnership(desired, live)
 			if !maps.Equal(got.GetLabels(), tc.want) {
 				t.Errorf("labels = %v, want %v", got.GetLabels(), tc.want)
 			}

@@ -28,13 +28,21 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		obj, err := e.adopt(ctx, desired, live, p)
 		return Change{Action: Adopted, Object: obj}, err
 	}
-	if p.CreateOnly && !hasOwnerLabels(owner, live) {
-		// Ours by its owner reference, but someone removed a label: put kdag's labels back.
+	if p.CreateOnly {
+		// Its data is never written again (a generated password); its ownership metadata
+		// follows the policy: labels back after someone removed one, the owner reference dropped
+		// when it is kept (Keep added, a user's keep) and back when it no longer is.
+		if e.ownershipMatches(owner, desired, live) {
+			return Change{Action: Skipped, Object: live}, nil
+		}
 		obj, err := e.takeOwnership(ctx, desired)
 		return Change{Action: Applied, Object: obj}, err
 	}
+	if want, has, ok := pendingGrowth(live, desired); ok {
+		return e.applyPending(ctx, desired, live, want, has)
+	}
 	hash := desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]
-	if p.CreateOnly || e.isVerified(live, hash) {
+	if e.isVerified(live, hash) {
 		return Change{Action: Skipped, Object: live}, nil
 	}
 	if p.Drift == DriftReport {
@@ -91,6 +99,9 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 			return Change{Action: Applied}, err
 		case p.Recreate == nil:
 			return Change{Action: Applied}, &ImmutableFieldError{Object: name, Fields: fields, Err: err}
+		case p.Keep || Kept(live):
+			// Deleting it would lose what keep protects: a person decides.
+			return Change{Action: Applied}, e.errKeptRecreate(name, live, p, fields, err)
 		}
 		if err := e.recreate(ctx, live, *p.Recreate); err != nil {
 			return Change{Action: Recreating}, errors.Wrapf(err, "%s: delete to re-create it (immutable %s changed)", name, strings.Join(fields, ", "))

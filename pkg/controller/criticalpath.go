@@ -73,15 +73,17 @@ func (r *outcome) reconcileSummary(ctx context.Context) *kdagv1alpha1.ReconcileS
 	return sum
 }
 
-// waitingFor returns the node that holds Ready back: the first node of the critical path that is
-// not ready, or else the first waiting or failed node in graph order, or else the first blocked
-// one; nil when every node is ready. Since is kept from old when it names the same node, else now.
+// waitingFor names the node the owner waits for, stable while the cluster does not change (so
+// that it never causes a status write by itself): the node old names, while it is still not
+// ready; else the first node in graph order that waits, then that failed, was blocked or was
+// canceled; else the first object that left the graph and is still being deleted. Since is
+// now (to the second) for a new pick, old's for the same one. Nil when nothing holds the owner
+// back.
 func (r *outcome) waitingFor(old *kdagv1alpha1.WaitingFor, now time.Time) *kdagv1alpha1.WaitingFor {
 	pick := -1
-	for _, i := range r.criticalPath() {
-		if r.nodes[i].state != stateReady {
+	for i := 0; old != nil && i < len(r.nodes); i++ {
+		if n := &r.nodes[i]; n.spec != nil && n.state != stateReady && sameObject(old, n.spec.id) {
 			pick = i
-			break
 		}
 	}
 	for _, want := range []nodeState{stateWaiting, stateFailed, stateBlocked, stateCanceled} {
@@ -91,16 +93,32 @@ func (r *outcome) waitingFor(old *kdagv1alpha1.WaitingFor, now time.Time) *kdagv
 			}
 		}
 	}
-	if pick < 0 || r.nodes[pick].spec == nil {
+	var id NodeID
+	state := kdagv1alpha1.NodeWaiting
+	switch {
+	case pick >= 0:
+		id, state = r.nodes[pick].spec.id, r.nodes[pick].state.api()
+	case len(r.prune.terminating) > 0:
+		id = r.prune.terminating[0].id
+		for _, t := range r.prune.terminating {
+			if old != nil && sameObject(old, t.id) {
+				id = t.id
+			}
+		}
+	default:
 		return nil
 	}
-	id := r.nodes[pick].spec.id
 	w := &kdagv1alpha1.WaitingFor{
 		Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name,
-		State: r.nodes[pick].state.api(), Since: metav1.NewTime(now.Truncate(time.Second)),
+		State: state, Since: metav1.NewTime(now.Truncate(time.Second)),
 	}
-	if old != nil && old.Group == w.Group && old.Kind == w.Kind && old.Namespace == w.Namespace && old.Name == w.Name {
+	if old != nil && sameObject(old, id) {
 		w.Since = old.Since
 	}
 	return w
+}
+
+// sameObject reports whether w names the object id.
+func sameObject(w *kdagv1alpha1.WaitingFor, id NodeID) bool {
+	return w.Group == id.Group && w.Kind == id.Kind && w.Namespace == id.Namespace && w.Name == id.Name
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
@@ -43,64 +43,44 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	case err != nil:
 		return errors.Wrapf(err, "%s: read from cache", s.id)
 	}
-	// A user's keep annotation on the live object releases it from the owner reference, once the
-	// owner's finalizer is there to orphan it when the owner goes.
-	release := live != nil && !s.keep && apply.Kept(live)
-	if release && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
-		res.wantsFinalizer, release = true, false
-	}
-	r, desired, err := c.render(owner, s, results, release)
-	if err != nil {
-		return err
-	}
-	res.contentHash = r.contentHash
-
-	if live == nil && s.finished {
-		// Its work is done and its object gone: nothing to create, nothing to wait for.
-		res.action, res.contentHash = apply.Skipped, ""
-		return nil
-	}
-	if live == nil {
-		if err := c.checkProtectedData(ctx, owner, s); err != nil {
-			return err
-		}
-	}
-	if live != nil && live.GetDeletionTimestamp() != nil && c.engine.Owns(c.applyOwner(owner), live) {
-		// Being deleted (re-created by Recreate, or deleted by someone): an apply would only
-		// update what is about to go. Its deletion event brings the owner back to create it.
-		return &waitingError{msg: s.id.String() + " is being deleted; created again once it is gone", detail: "it is being deleted; created again once it is gone"}
-	}
-	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt, Drift: c.driftPolicy(owner, s), Ignore: s.ignore, Recreate: s.recreate}
-	var change apply.Change
-	if live != nil && desired == nil && c.engine.Unchanged(c.applyOwner(owner), live, r.desiredHash, policy) {
-		// Rendered as before, and the object as the engine last found it: nothing to build.
-		change = apply.Change{Action: apply.Skipped, Object: live}
-	} else {
-		if desired == nil {
-			if desired, err = c.desiredObject(owner, s, r.depHash, release); err != nil {
-				return err
+	var depHash string
+	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Finished: s.finished,
+		Drift: c.driftPolicy(owner, s), Ignore: s.ignore, Recreate: s.recreate}
+	entry, err := c.engine.Reconcile(ctx, apply.Node{
+		Owner: c.applyOwner(owner), Policy: policy, Live: live,
+		Render: func(release bool) (string, *unstructured.Unstructured, error) {
+			r, desired, err := c.render(owner, s, results, release)
+			if err != nil {
+				return "", nil, err
 			}
-		}
-		change, err = c.engine.Apply(ctx, c.applyOwner(owner), desired, live, policy)
+			res.contentHash, depHash = r.contentHash, r.depHash
+			return r.desiredHash, desired, nil
+		},
+		Build: func(release bool) (*unstructured.Unstructured, error) {
+			return c.desiredObject(owner, s, depHash, release)
+		},
+		BeforeCreate: func(ctx context.Context) error { return c.checkProtectedData(ctx, owner, s) },
+	})
+	res.action, res.drifted, res.driftRepeat = entry.Action, entry.Drifted, entry.Repeat
+	res.wantsFinalizer, res.pending = entry.WantsFinalizer, entry.Pending
+	if entry.Action == apply.Reported && !entry.Repeat {
+		logFrom(ctx).Info("drift reported, not repaired", "node", s.id.String(), "fields", strings.Join(entry.Drifted, ", "))
 	}
-	res.action, res.drifted, res.driftRepeat = change.Action, change.Drifted, change.Repeat
-	if err == nil && change.Action == apply.Recreating {
-		return &waitingError{msg: s.id.String() + " is being re-created: immutable " + strings.Join(change.Drifted, ", ") + " changed",
-			detail: "it is being re-created: immutable " + strings.Join(change.Drifted, ", ") + " changed"}
-	}
-	if change.Action == apply.Reported && !change.Repeat {
-		logFrom(ctx).Info("drift reported, not repaired", "node", s.id.String(), "fields", strings.Join(change.Drifted, ", "))
-	}
-	if err != nil {
-		if isNamespaceTerminating(err) {
-			c.markNamespaceTerminating(s.id.Namespace)
-			return errNamespaceTerminating(s.id)
-		}
+	switch {
+	case isNamespaceTerminating(err):
+		c.markNamespaceTerminating(s.id.Namespace)
+		return errNamespaceTerminating(s.id)
+	case err != nil:
 		return err
+	case entry.Waiting != "":
+		return &waitingError{msg: s.id.String() + " is " + entry.Waiting, detail: "it is " + entry.Waiting}
+	case entry.Object == nil:
+		res.contentHash = "" // a Finished node whose object is gone: nothing to consume
+		return nil
 	}
 
 	// The object to judge readiness and content by: the apply response, or the cached object.
-	current := change.Object
+	current := entry.Object
 	res.live = current
 	if s.createOnly {
 		// A create-only object's content is what the API server holds (a generated password).

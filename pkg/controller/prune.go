@@ -21,14 +21,26 @@ type pruneResult struct {
 	pruned   []NodeID
 	orphaned []NodeID // kept objects, released instead of deleted
 	keptBy   []string // for each of orphaned, the annotation that kept it (apply.KeptBy)
-	err      error
+	// terminating are the owner's objects that left the graph and are being deleted but still
+	// exist (another finalizer holds them: a claim in use, a load balancer's clean-up), with
+	// the finalizers that hold them: the owner is not Ready until they are gone, and their
+	// deletion event reconciles it again.
+	terminating []terminatingObject
+	err         error
+}
+
+// terminatingObject is an object prune waits for.
+type terminatingObject struct {
+	id         NodeID
+	finalizers []string
 }
 
 // prune deletes the objects of the owned types that carry this owner's UID label but are not in
 // the graph any more (a component switched off). It reads from the cache, matches on the owner's
 // UID (never on names) and deletes with a UID precondition, so it cannot touch an object that
 // kdag did not apply for this owner. A kept object (apply.Kept on the live object: Keep, or a
-// user's annotation) is orphaned instead.
+// user's annotation) is orphaned instead. An object of the owner's that left the graph and is
+// being deleted is recorded as terminating (r.terminating): the owner is not Ready while it exists.
 func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) (r pruneResult) {
 	ctx, span := startSpan(ctx, spanPrune)
 	defer func() {
@@ -47,8 +59,13 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 	}()
 	for _, l := range c.ownedObjects(ctx, owner, &r.err) {
 		id := l.id()
-		if _, ok := inGraph[id]; ok || !l.obj.GetDeletionTimestamp().IsZero() || !c.engine.Owns(c.applyOwner(owner), l.obj) {
-			continue // in the graph, going, or not owner's (a copy that kept the labels)
+		if _, ok := inGraph[id]; ok || !c.engine.Owns(c.applyOwner(owner), l.obj) {
+			continue // in the graph, or not owner's (a copy that kept the labels)
+		}
+		if !l.obj.GetDeletionTimestamp().IsZero() {
+			// Going, but still there: the owner waits for it.
+			r.terminating = append(r.terminating, terminatingObject{id: id, finalizers: l.obj.GetFinalizers()})
+			continue
 		}
 		obj := l.own()
 		if by := apply.KeptBy(obj); by != "" {

@@ -46,6 +46,10 @@ type nodeResult struct {
 	// wait is its Wait); zero unless the node ran.
 	started, ended time.Duration
 	detail         string // what a waiting node waits for, when known (waitingError.detail)
+	// pending: the node's object is usable, so its dependents ran, but a change of it waits for
+	// the cluster (apply.Entry.Pending: a claim that grows once it is bound). The owner is not
+	// Ready: summarize counts the node as waiting.
+	pending string
 }
 
 // waitingError is returned by a node whose object is applied but not ready: its dependents do
@@ -78,6 +82,10 @@ type outcome struct {
 func (r *outcome) summarize() {
 	for i := range r.nodes {
 		n := &r.nodes[i]
+		if n.state == stateReady && n.pending != "" {
+			n.state, n.detail = stateWaiting, n.pending
+			n.message = n.spec.id.String() + ": " + n.pending
+		}
 		switch n.state {
 		case stateReady:
 			r.ready++
@@ -154,9 +162,10 @@ func (r *outcome) requeueAt(d time.Duration) {
 	}
 }
 
-// allReady reports whether every node is ready and nothing failed.
+// allReady reports whether every node is ready, nothing failed, and nothing that left the
+// graph still exists (prune found none still terminating).
 func (r *outcome) allReady() bool {
-	return r.terminal == nil && r.transient == nil && r.ready == len(r.nodes)
+	return r.terminal == nil && r.transient == nil && r.ready == len(r.nodes) && len(r.prune.terminating) == 0
 }
 
 // returnErr is what Reconcile returns: terminal errors are not retried, transient ones are.

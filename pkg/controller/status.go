@@ -209,7 +209,7 @@ func setConditions(st *kdagv1alpha1.Status, generation int64, r *outcome) {
 		set(kdagv1alpha1.ConditionReady, metav1.ConditionFalse, kdagv1alpha1.ReasonDriftConflict, msg)
 		set(kdagv1alpha1.ConditionReconciling, metav1.ConditionTrue, kdagv1alpha1.ReasonDriftConflict, msg)
 		meta.RemoveStatusCondition(&st.Conditions, kdagv1alpha1.ConditionStalled)
-	case r.ready < len(r.nodes):
+	case r.ready < len(r.nodes) || len(r.prune.terminating) > 0:
 		msg := r.waitingMessage()
 		set(kdagv1alpha1.ConditionReady, metav1.ConditionFalse, kdagv1alpha1.ReasonWaiting, msg)
 		set(kdagv1alpha1.ConditionReconciling, metav1.ConditionTrue, kdagv1alpha1.ReasonWaiting, msg)
@@ -259,6 +259,13 @@ func (r *outcome) waitingMessage() string {
 			}
 			names = append(names, name)
 		}
+	}
+	for _, t := range r.prune.terminating {
+		name := t.id.String() + " (left the graph, being deleted"
+		if len(t.finalizers) > 0 {
+			name += "; held by finalizer " + truncate(strings.Join(t.finalizers, ", "), 256)
+		}
+		names = append(names, name+")")
 	}
 	if len(names) == 0 {
 		return "reconcile did not finish"

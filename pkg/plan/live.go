@@ -425,7 +425,7 @@ func (r *liveRun) apply(ctx context.Context, desired *unstructured.Unstructured)
 // takeOwnership is the engine's takeOwnership as a dry run: desired's labels and owner
 // references merged into live with a merge patch. It returns the response.
 func (r *liveRun) takeOwnership(ctx context.Context, desired, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	owned := apply.WithOwnership(desired, live)
+	owned := r.engine.WithOwnership(desired, live)
 	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
 	return owned, r.client.Patch(ctx, owned, patch, client.FieldOwner(r.manager), client.DryRunAll)
 }

@@ -50,6 +50,7 @@ func DesiredHash(u *unstructured.Unstructured, ignoreAnnotations ...string) (str
 //   - Secret: data, with stringData merged in the way the API server merges it (each value
 //     base64-encoded into data's form, stringData winning on a shared key), so a Secret written
 //     with stringData hashes the same as the stored Secret the API server returns with data only;
+//   - PersistentVolumeClaim: spec without resources (a claim that grows rolls no pods);
 //   - any other kind: spec, or when there is no spec, the whole object without apiVersion, kind,
 //     metadata and status.
 //
@@ -77,6 +78,12 @@ func ContentHash(u *unstructured.Unstructured) (string, error) {
 			return "", err
 		}
 		content = map[string]any{"data": data}
+	case gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim":
+		// A claim's size is nothing a running pod must restart for: the volume grows under it.
+		spec, _ := u.Object["spec"].(map[string]any)
+		spec = maps.Clone(spec)
+		delete(spec, "resources")
+		content = spec
 	default:
 		if spec, ok := u.Object["spec"]; ok {
 			content = spec
