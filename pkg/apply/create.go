@@ -178,9 +178,12 @@ func (e *Engine) WithOwnership(desired, live *unstructured.Unstructured) *unstru
 // would write): kdag's labels for owner, the same controller owner reference or none, and the
 // keep annotation when desired has it and not kdag's own when desired has not.
 func (e *Engine) ownershipMatches(owner Owner, desired *unstructured.Unstructured, live client.Object) bool {
-	if !hasOwnerLabels(owner, live) {
-		return false
-	}
+	return hasOwnerLabels(owner, live) && e.refsMatch(desired, live)
+}
+
+// refsMatch reports whether live has desired's controller owner reference (or none, as desired)
+// and its keep annotation, as ownershipMatches says, labels aside.
+func (e *Engine) refsMatch(desired *unstructured.Unstructured, live client.Object) bool {
 	d, l := metav1.GetControllerOfNoCopy(desired), metav1.GetControllerOfNoCopy(live)
 	if (d == nil) != (l == nil) || d != nil && d.UID != l.UID {
 		return false

@@ -88,6 +88,13 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 			return Change{Action: Held}, conflict
 		}
 	}
+	if !e.refsMatch(desired, live) {
+		// An owner reference or keep annotation that a merge patch wrote (adoption, a create-only
+		// past) is not the apply's to remove: switch them to the policy's first.
+		if _, err := e.takeOwnership(ctx, desired); err != nil {
+			return Change{Action: Applied}, err
+		}
+	}
 	if err := e.releaseFields(ctx, live, desired, p.Ignore); err != nil {
 		return Change{Action: Applied}, err
 	}
