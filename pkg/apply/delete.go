@@ -62,3 +62,39 @@ func (e *Engine) Orphan(ctx context.Context, owner Owner, obj client.Object) err
 	e.Forget(obj.GetUID())
 	return nil
 }
+
+// Prune takes obj, an object of owner's that left its graph, out of the cluster: a kept object
+// (Kept: the node's Keep, or a user's annotation) is orphaned (Action Orphaned, Entry.KeptBy
+// names the annotation), an object already being deleted is left alone (Action Skipped,
+// Entry.Waiting says so: the caller waits for it to go), any other is deleted (Action Pruned).
+// Errors are Orphan's and Delete's.
+func (e *Engine) Prune(ctx context.Context, owner Owner, obj client.Object) (Entry, error) {
+	return e.remove(ctx, owner, obj, Pruned)
+}
+
+// Teardown is Prune for the owner's own deletion: Action Deleted instead of Pruned.
+func (e *Engine) Teardown(ctx context.Context, owner Owner, obj client.Object) (Entry, error) {
+	return e.remove(ctx, owner, obj, Deleted)
+}
+
+func (e *Engine) remove(ctx context.Context, owner Owner, obj client.Object, deleted Action) (Entry, error) {
+	if by := KeptBy(obj); by != "" {
+		if err := e.Orphan(ctx, owner, obj); err != nil {
+			return Entry{Action: Orphaned, KeptBy: by}, errors.Wrap(err, "orphan kept object")
+		}
+		return Entry{Action: Orphaned, KeptBy: by}, nil
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return Entry{Action: Skipped, Waiting: "being deleted"}, nil
+	}
+	if err := e.Delete(ctx, obj); err != nil {
+		return Entry{Action: deleted}, errors.Wrap(err, "delete")
+	}
+	return Entry{Action: deleted}, nil
+}
+
+// LeftToGarbageCollector reports whether the garbage collector deletes obj with owner (it holds
+// owner's controller owner reference and is not kept), so that a teardown need not.
+func (e *Engine) LeftToGarbageCollector(owner Owner, obj client.Object) bool {
+	return metav1.IsControlledBy(obj, owner.Object) && !Kept(obj)
+}

@@ -69,6 +69,39 @@ const (
 	DriftReport DriftPolicy = kdagv1alpha1.DriftReport
 )
 
+// Validate returns nil for DriftRepair and DriftReport, else an error naming the accepted values.
+func (p DriftPolicy) Validate() error {
+	_, err := ParseDriftPolicy(string(p))
+	return err
+}
+
+// driftFor is the drift policy under which a node of owner with policy p is applied: the owner's
+// kdag.dev/drift annotation when set to a valid value (it wins over the node's OnDrift, so that a
+// platform team decides for the CR it applied), else p, else DriftRepair.
+func driftFor(owner client.Object, p DriftPolicy) DriftPolicy {
+	if v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]; ok {
+		if d, err := ParseDriftPolicy(v); err == nil {
+			return d
+		}
+	}
+	if p != "" {
+		return p
+	}
+	return DriftRepair
+}
+
+// CheckOwner returns an error when owner's kdag.dev/drift annotation is set to an unknown value,
+// naming the annotation and the accepted values: only a change of the owner can help (the caller
+// Stalls it), so it is checked before the graph runs.
+func CheckOwner(owner client.Object) error {
+	v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]
+	if !ok {
+		return nil
+	}
+	_, err := ParseDriftPolicy(v)
+	return errors.Wrapf(err, "annotation %s", kdagv1alpha1.AnnotationDrift)
+}
+
 // ParseDriftPolicy returns the DriftPolicy named s ("repair" or "report", the values of the
 // kdag.dev/drift annotation), or an error naming the accepted values.
 func ParseDriftPolicy(s string) (DriftPolicy, error) {

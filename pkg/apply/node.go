@@ -17,8 +17,8 @@ import (
 type Node struct {
 	// Owner is whom the object is applied for.
 	Owner Owner
-	// Policy is the node's complete policy (its options, and the owner's drift annotation as
-	// the caller resolved it).
+	// Policy is the node's complete policy, its options as the author gave them; the owner's
+	// kdag.dev/drift annotation, when set, wins over Policy.Drift.
 	Policy Policy
 	// Live is the object as the caller's cache holds it (read only: it may be the cache's own
 	// object), nil when the cache does not hold it.
@@ -60,6 +60,8 @@ type Entry struct {
 	// ("being deleted; ...", "being re-created: ...": it reads after "the object is"). Its dependents wait; its deletion event brings the
 	// owner back.
 	Waiting string
+	// KeptBy, with Action Orphaned, is the annotation that kept the object (KeptBy).
+	KeptBy string
 	// Pending, when not empty, says what change of a usable object waits for the cluster (a
 	// claim that grows once it is bound): its dependents may run, but the owner is not Ready
 	// until the change is made. The object's own watch event brings the owner back.
@@ -86,6 +88,7 @@ type Entry struct {
 // the decision went.
 func (e *Engine) Reconcile(ctx context.Context, n Node) (Entry, error) {
 	live, p := n.Live, n.Policy
+	p.Drift = driftFor(n.Owner.Object, p.Drift)
 	if live == nil {
 		if p.Finished {
 			// Its work is done and its object gone: nothing to create, nothing to wait for.

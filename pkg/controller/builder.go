@@ -131,7 +131,7 @@ func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true
 
 // Recreate lets kdag delete and re-create the node's object when the API server refuses an update
 // because it changes an immutable field (a StatefulSet's volumeClaimTemplates, a Job's template,
-// a Service's clusterIP; apply.ImmutableFields), as Flux's force, kapp's fallback-on-replace
+// a Service's clusterIP), as Flux's force, kapp's fallback-on-replace
 // and Helm's --force do. The object is deleted with propagation (Orphan keeps a StatefulSet's pods
 // and claims running while it is gone; Background deletes its dependents) and only if it is still
 // the version kdag read; the node waits until it is gone and creates it on a later reconcile; the
@@ -328,7 +328,7 @@ func (s *nodeSpec) orderOnly(b Node) bool {
 func checkOptions(verb string, s *nodeSpec) error {
 	if !s.reference {
 		if s.drift != "" {
-			if _, err := apply.ParseDriftPolicy(string(s.drift)); err != nil {
+			if err := s.drift.Validate(); err != nil {
 				return errors.Wrapf(err, "%s %s: OnDrift", verb, s.id)
 			}
 		}

@@ -449,7 +449,7 @@ func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *o
 		span.SetAttributes(attrNodes.Int(len(specs)))
 		tracing.EndSpan(span, firstErr(r.terminal, r.transient))
 	}()
-	if err := validDriftAnnotation(owner); err != nil {
+	if err := apply.CheckOwner(owner); err != nil {
 		r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalidDriftPolicy
 		return nil, nil
 	}

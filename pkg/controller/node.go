@@ -45,7 +45,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	}
 	var depHash string
 	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Finished: s.finished,
-		Drift: c.driftPolicy(owner, s), Ignore: s.ignore, Recreate: s.recreate}
+		Drift: s.drift, Ignore: s.ignore, Recreate: s.recreate}
 	entry, err := c.engine.Reconcile(ctx, apply.Node{
 		Owner: c.applyOwner(owner), Policy: policy, Live: live,
 		Render: func(release bool) (string, *unstructured.Unstructured, error) {
@@ -98,32 +98,6 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 		tracing.EndSpan(span, err)
 	}
 	return err
-}
-
-// driftPolicy is the drift policy of s under owner: the owner's kdag.dev/drift annotation when set
-// (checked by validDriftAnnotation before the graph runs), else the node's OnDrift, else
-// DriftRepair.
-func (c *Controller) driftPolicy(owner client.Object, s *nodeSpec) apply.DriftPolicy {
-	if v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]; ok {
-		if p, err := apply.ParseDriftPolicy(v); err == nil {
-			return p
-		}
-	}
-	if s.drift != "" {
-		return s.drift
-	}
-	return apply.DriftRepair
-}
-
-// validDriftAnnotation returns a terminal error when owner's kdag.dev/drift annotation is set to
-// an unknown value: only the owner's change can help.
-func validDriftAnnotation(owner client.Object) error {
-	v, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationDrift]
-	if !ok {
-		return nil
-	}
-	_, err := apply.ParseDriftPolicy(v)
-	return errors.Wrapf(err, "annotation %s", kdagv1alpha1.AnnotationDrift)
 }
 
 // applyOwner is owner as the apply engine knows it.

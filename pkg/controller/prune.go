@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -20,7 +19,7 @@ import (
 type pruneResult struct {
 	pruned   []NodeID
 	orphaned []NodeID // kept objects, released instead of deleted
-	keptBy   []string // for each of orphaned, the annotation that kept it (apply.KeptBy)
+	keptBy   []string // for each of orphaned, the annotation that kept it
 	// terminating are the owner's objects that left the graph and are being deleted but still
 	// exist (another finalizer holds them: a claim in use, a load balancer's clean-up), with
 	// the finalizers that hold them: the owner is not Ready until they are gone, and their
@@ -38,7 +37,7 @@ type terminatingObject struct {
 // prune deletes the objects of the owned types that carry this owner's UID label but are not in
 // the graph any more (a component switched off). It reads from the cache, matches on the owner's
 // UID (never on names) and deletes with a UID precondition, so it cannot touch an object that
-// kdag did not apply for this owner. A kept object (apply.Kept on the live object: Keep, or a
+// kdag did not apply for this owner. A kept object (on the live object: Keep, or a
 // user's annotation) is orphaned instead. An object of the owner's that left the graph and is
 // being deleted is recorded as terminating (r.terminating): the owner is not Ready while it exists.
 func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) (r pruneResult) {
@@ -62,26 +61,21 @@ func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map
 		if _, ok := inGraph[id]; ok || !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // in the graph, or not owner's (a copy that kept the labels)
 		}
-		if !l.obj.GetDeletionTimestamp().IsZero() {
+		entry, err := c.engine.Prune(ctx, c.applyOwner(owner), l.own())
+		switch {
+		case err != nil:
+			failed = append(failed, errors.Wrapf(err, "prune %s", id).Error())
+			continue
+		case entry.Waiting != "":
 			// Going, but still there: the owner waits for it.
 			r.terminating = append(r.terminating, terminatingObject{id: id, finalizers: l.obj.GetFinalizers()})
 			continue
-		}
-		obj := l.own()
-		if by := apply.KeptBy(obj); by != "" {
-			if err := c.engine.Orphan(ctx, c.applyOwner(owner), obj); err != nil {
-				failed = append(failed, errors.Wrapf(err, "orphan kept %s", id).Error())
-				continue
-			}
-			logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned, "keptBy", by)
-			r.orphaned, r.keptBy = append(r.orphaned, id), append(r.keptBy, by)
+		case entry.KeptBy != "":
+			logFrom(ctx).Info("orphaned", "node", id.String(), "action", entry.Action, "keptBy", entry.KeptBy)
+			r.orphaned, r.keptBy = append(r.orphaned, id), append(r.keptBy, entry.KeptBy)
 			continue
 		}
-		if err := c.engine.Delete(ctx, obj); err != nil {
-			failed = append(failed, errors.Wrapf(err, "prune %s", id).Error())
-			continue
-		}
-		logFrom(ctx).Info("pruned", "node", id.String(), "action", apply.Pruned)
+		logFrom(ctx).Info("pruned", "node", id.String(), "action", entry.Action)
 		r.pruned = append(r.pruned, id)
 	}
 	return r

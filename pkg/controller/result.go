@@ -31,7 +31,7 @@ type nodeResult struct {
 	state       nodeState
 	action      apply.Action
 	drifted     []string // fields another writer changed: repaired by this apply, or reported (action Reported)
-	driftRepeat bool     // action Reported: the same fields were reported before (apply.Change.Repeat)
+	driftRepeat bool     // action Reported: the same fields were reported before (apply.Entry.Repeat)
 	// wantsFinalizer: a user keeps the node's object, whose owner reference kdag drops only once
 	// the owner holds kdag's finalizer (added after the run, then the owner is requeued).
 	wantsFinalizer bool

@@ -6,13 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kdag-dev/kdag/pkg/apply"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -69,7 +67,7 @@ func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (i
 	remaining := 0
 	var errs []string
 	for _, l := range objs {
-		if metav1.IsControlledBy(l.obj, owner) && !apply.Kept(l.obj) || !c.engine.Owns(c.applyOwner(owner), l.obj) {
+		if c.engine.LeftToGarbageCollector(c.applyOwner(owner), l.obj) || !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // the garbage collector's, or not owner's
 		}
 		// A kept object that still has its owner reference (a user annotated it after kdag's last
@@ -180,19 +178,15 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 // failed delete is returned: no watch event would resume the teardown, so the reconcile must
 // fail and be retried.
 func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object, id NodeID, o client.Object) error {
-	if by := apply.KeptBy(o); by != "" {
-		if err := c.engine.Orphan(ctx, c.applyOwner(owner), o); err != nil {
-			return errors.Wrapf(err, "teardown: orphan kept %s", id)
-		}
-		logFrom(ctx).Info("orphaned", "node", id.String(), "action", apply.Orphaned, "keptBy", by)
-		c.eventRelated(ctx, owner, o, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (annotated %s)", id, by)
-		return nil
-	}
-	if o.GetDeletionTimestamp().IsZero() {
-		if err := c.engine.Delete(ctx, o); err != nil {
-			return errors.Wrapf(err, "teardown: delete %s", id)
-		}
-		logFrom(ctx).Info("deleted", "node", id.String(), "action", apply.Deleted)
+	entry, err := c.engine.Teardown(ctx, c.applyOwner(owner), o)
+	switch {
+	case err != nil:
+		return errors.Wrapf(err, "teardown: %s", id)
+	case entry.KeptBy != "":
+		logFrom(ctx).Info("orphaned", "node", id.String(), "action", entry.Action, "keptBy", entry.KeptBy)
+		c.eventRelated(ctx, owner, o, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (annotated %s)", id, entry.KeptBy)
+	case entry.Waiting == "":
+		logFrom(ctx).Info("deleted", "node", id.String(), "action", entry.Action)
 		c.event(ctx, owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
 	}
 	return nil
