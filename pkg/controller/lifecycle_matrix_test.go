@@ -157,7 +157,9 @@ type matrixRun struct {
 	absent bool              // the node's object must not exist (finished after deletion, pruned and deleted)
 }
 
-func (r *matrixRun) fail(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *matrixRun) fail(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
 
 // runMatrixCase runs case c with owner name; it returns the broken invariants.
 func runMatrixCase(f *fixture, name string, c matrixCase) []string {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	"github.com/pkg/errors"
