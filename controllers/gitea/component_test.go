@@ -1,6 +1,7 @@
 package gitea
 
 import (
+	"context"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,4 +53,38 @@ func TestComponent(t *testing.T) {
 		Owner: owner,
 		Want:  metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: kdagv1alpha1.ReasonWaiting},
 	}}, components...)
+}
+
+// TestComponent_DriftPolicyReachesChildren: a platform team annotates the Gitea it applied
+// kdag.dev/drift: report, and the policy reaches the objects of every child owner (each child CR
+// carries the annotation, which its own reconcile applies to its objects), so that a `kubectl
+// scale` of the server is reported, not reverted.
+func TestComponent_DriftPolicyReachesChildren(t *testing.T) {
+	h := controllertest.Start(t, api,
+		controller.For("gitea", ResourceManager{}, ChildReadiness()...),
+		controller.For("postgresql", postgresql.ResourceManager{}),
+		controller.For("valkey", valkey.ResourceManager{}),
+		controller.For("giteaserver", giteaserver.ResourceManager{}))
+	g := defaulted(func(g *giteav1alpha1.Gitea) {
+		g.Namespace, g.UID = "", ""
+		g.Annotations = map[string]string{kdagv1alpha1.AnnotationDrift: kdagv1alpha1.DriftReport}
+	})
+	h.Create(g)
+	// The server comes once the database and the cache are Ready.
+	for _, ready := range []client.Object{
+		controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DataClaimName("demo-postgresql")),
+		controllertest.Named[appsv1.StatefulSet]("demo-postgresql"),
+		controllertest.Named[appsv1.Deployment]("demo-valkey"),
+	} {
+		h.MarkReady(ready)
+	}
+	for _, child := range []client.Object{
+		controllertest.Named[giteav1alpha1.PostgreSQL]("demo-postgresql"),
+		controllertest.Named[giteav1alpha1.Valkey]("demo-valkey"),
+		controllertest.Named[giteav1alpha1.GiteaServer]("demo"),
+	} {
+		h.Eventually(child.GetName()+" carries kdag.dev/drift: report", func(context.Context) (bool, error) {
+			return h.Get(child) && child.GetAnnotations()[kdagv1alpha1.AnnotationDrift] == kdagv1alpha1.DriftReport, nil
+		})
+	}
 }

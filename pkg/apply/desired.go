@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -36,7 +37,8 @@ type DesiredOptions struct {
 // with the owner's value when the owner has one, none otherwise; the hash leaves LabelShard
 // out), a controller owner
 // reference to owner where one can be held (ExpectsOwnerReference) and o does not Release it,
-// o's annotations, and last
+// o's annotations, the owner's kdag.dev/drift annotation on a custom resource (a child owner:
+// the owner's drift policy reaches the child's objects) unless the object sets its own, and last
 // kdag.dev/desired-hash over all of that. scheme must know owner's type. It returns an error,
 // naming the object, when obj cannot be converted or the owner reference cannot be set (owner
 // not in scheme). obj is not changed.
@@ -55,6 +57,18 @@ func Desired(owner Owner, obj client.Object, gvk schema.GroupVersionKind, scheme
 	lbls[kdagv1alpha1.LabelOwnerUID] = string(owner.Object.GetUID())
 	setShard(lbls, owner.Object)
 	obj.SetLabels(lbls)
+	if drift, ok := owner.Object.GetAnnotations()[kdagv1alpha1.AnnotationDrift]; ok && !clientgoscheme.Scheme.Recognizes(gvk) {
+		// A custom resource, such as a child owner that kdag reconciles too: the owner's drift
+		// policy reaches the child's objects, as a platform team annotates the CR it applied.
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		if _, own := ann[kdagv1alpha1.AnnotationDrift]; !own {
+			ann[kdagv1alpha1.AnnotationDrift] = drift
+			obj.SetAnnotations(ann)
+		}
+	}
 	if o.Keep {
 		ann := obj.GetAnnotations()
 		if ann == nil {

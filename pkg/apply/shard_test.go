@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
@@ -94,6 +96,46 @@ func TestWithOwnership_Shard(t *testing.T) {
 			}
 			if !maps.Equal(live.GetLabels(), tc.live) {
 				t.Errorf("WithOwnership changed live's labels to %v", live.GetLabels())
+			}
+		})
+	}
+}
+
+// TestDesired_OwnersDriftReachesChildOwners: an owner's kdag.dev/drift annotation is copied onto
+// the custom resources it applies (child owners, whose own reconciles then apply it to their
+// objects), not onto built-in objects, and never over an annotation the author set.
+func TestDesired_OwnersDriftReachesChildOwners(t *testing.T) {
+	child := testapi.GroupVersion.WithKind("Widget")
+	for _, tc := range []struct {
+		name       string
+		ownerDrift string // "" : none
+		gvk        schema.GroupVersionKind
+		own        string // the author's annotation on the object, "" none
+		want       string // "" : absent
+	}{
+		{"child owner gets the owner's report", "report", child, "", "report"},
+		{"child owner keeps the author's own", "report", child, "repair", "repair"},
+		{"no annotation on the owner", "", child, "", ""},
+		{"a built-in object does not get it", "report", corev1.SchemeGroupVersion.WithKind("ConfigMap"), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "uid-1"}}
+			if tc.ownerDrift != "" {
+				owner.Annotations = map[string]string{kdagv1alpha1.AnnotationDrift: tc.ownerDrift}
+			}
+			var obj client.Object = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "child"}}
+			if tc.gvk.Kind == "ConfigMap" {
+				obj = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "child"}}
+			}
+			if tc.own != "" {
+				obj.SetAnnotations(map[string]string{kdagv1alpha1.AnnotationDrift: tc.own})
+			}
+			u, err := apply.Desired(apply.Owner{Object: owner, Kind: "Widget", Controller: "widgets"}, obj, tc.gvk, scheme, apply.DesiredOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := u.GetAnnotations()[kdagv1alpha1.AnnotationDrift]; got != tc.want {
+				t.Errorf("kdag.dev/drift = %q, want %q", got, tc.want)
 			}
 		})
 	}
