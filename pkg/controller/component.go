@@ -8,6 +8,8 @@ import (
 
 	"github.com/pkg/errors"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -244,6 +246,10 @@ func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []a
 	add(owner, "finalizers", "update")
 	for _, obj := range m.ownedTypes() {
 		add(obj, "", "get", "list", "watch", "create", "update", "patch", "delete")
+		if _, claim := obj.(*corev1.PersistentVolumeClaim); claim {
+			// A claim that cannot grow is rechecked when a StorageClass changes (a watch).
+			add(&storagev1.StorageClass{}, "", "get", "list", "watch")
+		}
 	}
 	// The Controller's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
 	// user loses the Warning events that say what failed.

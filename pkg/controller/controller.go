@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	storagev1 "k8s.io/api/storage/v1"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ type Controller struct {
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
 	// are going away, and kdag makes no more attempts to create anything there.
 	terminating sync.Map
+	// expansionStalled holds the owners (types.NamespacedName) Stalled because a StorageClass
+	// does not let a claim grow: a change of any StorageClass reconciles them again at once.
+	expansionStalled sync.Map
 }
 
 type ownedType struct {
@@ -117,6 +121,11 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Contro
 		// Owns maps objects to their controller owner; the second watch maps those kdag tracks by
 		// its labels alone (another namespace, cluster-scoped, kept).
 		b = b.Owns(t.obj).Watches(t.obj, handler.EnqueueRequestsFromMapFunc(c.ownerByLabel))
+	}
+	if c.ownsClaims() {
+		// A claim that cannot grow Stalls its owner until an administrator lets its
+		// StorageClass expand volumes: that change must wake the owner.
+		b = b.Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(c.ownersStalledOnStorage))
 	}
 	registered, err := b.Build(c)
 	if err != nil {
@@ -327,6 +336,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	owner := c.rm.newOwner()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
+			c.expansionStalled.Delete(req.NamespacedName)
 			c.metrics.ForgetOwner(c.name, req.String())
 			c.refs.untrack(req.NamespacedName)
 			return reconcile.Result{}, nil
@@ -389,6 +399,11 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 	r, err := c.reconcileGraph(ctx, owner)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if key := client.ObjectKeyFromObject(owner); r.recheck {
+		c.expansionStalled.Store(key, struct{}{})
+	} else {
+		c.expansionStalled.Delete(key)
 	}
 	if err := c.writeStatus(ctx, owner, r); err != nil {
 		c.statusWriteFailed(ctx, owner, err)
@@ -584,3 +599,24 @@ func (c *Controller) forget(uid types.UID) {
 func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
 
 func errorsIsPanic(err error) bool { return errors.Is(err, graph.ErrPanic) }
+
+// ownsClaims reports whether the Controller's owners own PersistentVolumeClaims.
+func (c *Controller) ownsClaims() bool {
+	for _, t := range c.owned {
+		if t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
+			return true
+		}
+	}
+	return false
+}
+
+// ownersStalledOnStorage maps a StorageClass event to the owners Stalled because a claim could
+// not grow (VolumeExpansionForbidden): any class change may be the fix, and there are few.
+func (c *Controller) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	c.expansionStalled.Range(func(k, _ any) bool {
+		out = append(out, reconcile.Request{NamespacedName: k.(types.NamespacedName)})
+		return true
+	})
+	return out
+}

@@ -309,3 +309,41 @@ func TestLifecycle_WaitingForIsStable(t *testing.T) {
 		t.Errorf("waitingFor moved from %s (since %s) to %s (since %s)", first.Name, first.Since, got.Name, got.Since)
 	}
 }
+
+// TestLifecycle_ExpansionStallRecheckedOnStorageClassChange: an owner Stalled because its claim's
+// StorageClass does not allow volume expansion is reconciled as soon as an administrator allows
+// it (a StorageClass watch), not up to 5 minutes later.
+func TestLifecycle_ExpansionStallRecheckedOnStorageClassChange(t *testing.T) {
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "fixed-"}, Provisioner: "example.com/none"}
+	if err := env.Client.Create(context.Background(), class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
+	f := newRegisteredFixture(t, claimGraph(class.Name))
+	f.widget("db", testapi.WidgetSpec{Data: map[string]string{"size": "1Gi", "pod": "v1"}})
+	poll.True(t, "the claim exists", waitTimeout, func(context.Context) bool { return !f.notFound(&corev1.PersistentVolumeClaim{}, "db-data") })
+	bound := f.get(&corev1.PersistentVolumeClaim{}, "db-data").(*corev1.PersistentVolumeClaim)
+	bound.Status.Phase = corev1.ClaimBound
+	if err := f.cl.Status().Update(context.Background(), bound); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "Ready", waitTimeout, func(context.Context) bool { return isTrue(f.status("db"), kdagv1alpha1.ConditionReady) })
+
+	f.updateWidget("db", func(w *testapi.Widget) { w.Spec.Data = map[string]string{"size": "2Gi", "pod": "v1"} })
+	poll.True(t, "Stalled VolumeExpansionForbidden", waitTimeout, func(context.Context) bool {
+		c := condition(f.status("db"), kdagv1alpha1.ConditionStalled)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == kdagv1alpha1.ReasonVolumeExpansionForbidden
+	})
+	live := &storagev1.StorageClass{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(class), live); err != nil {
+		t.Fatal(err)
+	}
+	live.AllowVolumeExpansion = ptr.To(true)
+	if err := env.Client.Update(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "the claim grows once its StorageClass allows it", waitTimeout, func(context.Context) bool {
+		c := f.get(&corev1.PersistentVolumeClaim{}, "db-data").(*corev1.PersistentVolumeClaim)
+		return c.Spec.Resources.Requests.Storage().Cmp(resource.MustParse("2Gi")) == 0
+	})
+}
