@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -173,5 +174,72 @@ func TestDataClaim_AdoptedFromEarlierVersions(t *testing.T) {
 				t.Errorf("claim owner references %+v, want the PostgreSQL %s as the only controller", refs, pg.UID)
 			}
 		})
+	}
+}
+
+// TestStorageGrowth_PendingClaimWaitsThenGrows grows a PostgreSQL whose data claim is still
+// Pending (a WaitForFirstConsumer class binds it only once the database's pod is scheduled):
+// the PostgreSQL is not Stalled but waits, naming the claim; the StatefulSet gets the edit (it is
+// re-created with the new claim template, so its pod can start and bind the claim); once the
+// claim is bound it grows and the PostgreSQL is Ready.
+func TestStorageGrowth_PendingClaimWaitsThenGrows(t *testing.T) {
+	h := controllertest.Start(t, api, controller.For("postgresql", ResourceManager{}))
+	ctx := t.Context()
+	class := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "pending-" + h.Namespace}, Provisioner: "example.com/fake",
+		AllowVolumeExpansion: ptr.To(true), VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+	}
+	if err := h.Client.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), class) })
+	pg := defaulted(func(pg *giteav1alpha1.PostgreSQL) {
+		pg.Namespace, pg.UID = "", ""
+		pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
+	})
+	h.Create(pg)
+	claim := controllertest.Named[corev1.PersistentVolumeClaim](DataClaimName(pg.Name))
+	sts := controllertest.Named[appsv1.StatefulSet](pg.Name)
+	h.MarkReady(sts)
+	h.WaitReady(pg) // a Pending claim counts as ready
+	h.Get(sts)
+	oldUID := sts.UID
+
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"storage":{"size":"20Gi"}}}`))
+	if err := h.Client.Patch(ctx, pg, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually("the StatefulSet is re-created with the new claim template", func(ctx context.Context) (bool, error) {
+		cur := &appsv1.StatefulSet{}
+		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(sts), cur); client.IgnoreNotFound(err) != nil {
+			return false, err
+		} else if err != nil {
+			return false, nil
+		}
+		if cur.DeletionTimestamp != nil { // the garbage collector's part of the orphan deletion
+			cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
+			return false, client.IgnoreNotFound(h.Client.Update(ctx, cur))
+		}
+		return cur.UID != oldUID, nil
+	})
+	ready := h.WaitCondition(pg, kdagv1alpha1.ConditionReady, metav1.ConditionFalse)
+	if !strings.Contains(ready.Message, claim.Name) || !strings.Contains(ready.Message, "once it is bound") {
+		t.Errorf("Ready=False: %q, want it to name the claim growing once bound", ready.Message)
+	}
+	h.Get(pg)
+	if c := apimeta.FindStatusCondition(pg.Status.Conditions, kdagv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		t.Fatalf("Stalled while the claim is only Pending: %s", c.Message)
+	}
+	h.Get(claim)
+	if got := claim.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("20Gi")) == 0 {
+		t.Fatal("the Pending claim's request changed: the API server refuses that before it binds")
+	}
+
+	h.MarkReady(claim) // bound
+	h.MarkReady(sts)
+	h.WaitReady(pg)
+	h.Get(claim)
+	if got := claim.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("20Gi")) != 0 {
+		t.Errorf("claim requests %s once bound, want 20Gi", got.String())
 	}
 }
