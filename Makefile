@@ -14,6 +14,9 @@ TOOLS := $(ROOT)/hack/tools
 # Pinned versions, read from the tools modules so that go.mod stays the one source of truth.
 modver = $(shell awk '$$1 == "require" { $$1 = ""; $$0 = $$0 } $$1 == "$(2)" && $$2 ~ /^v/ { print $$2; exit }' $(TOOLS)/$(1)/go.mod)
 KUBE_VERSION := $(call modver,k8s,k8s.io/kubernetes)
+# The oldest Kubernetes version kdag supports (README "Kubernetes versions"): its kube-apiserver
+# runs the envtest suites in `make test-envtest-oldest`.
+KUBE_OLDEST_VERSION := $(call modver,k8s-oldest,k8s.io/kubernetes)
 ETCD_VERSION := $(call modver,etcd,go.etcd.io/etcd/server/v3)
 KWOK_VERSION := $(call modver,kwok,sigs.k8s.io/kwok)
 CONTROLLER_GEN_VERSION := $(call modver,dev,sigs.k8s.io/controller-tools)
@@ -29,6 +32,9 @@ JAEGER_VERSION := $(call modver,jaeger,github.com/jaegertracing/jaeger)
 CLUSTER_BIN := $(BIN)/cluster
 CLUSTER_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl
 KUBE_DIR := $(BIN)/k8s-$(KUBE_VERSION)
+KUBE_OLDEST_DIR := $(BIN)/k8s-$(KUBE_OLDEST_VERSION)
+# KUBEBUILDER_ASSETS of `make test-envtest-oldest`: the oldest kube-apiserver, etcd and kubectl of bin/cluster.
+CLUSTER_OLDEST_BIN := $(BIN)/cluster-oldest
 ETCD := $(BIN)/etcd-$(ETCD_VERSION)/etcd
 KWOK_DIR := $(BIN)/kwok-$(KWOK_VERSION)
 
@@ -68,6 +74,12 @@ PKGS ?= ./...
 # test target runs them first with KUBEBUILDER_ASSETS pointing nowhere, so an API-server test
 # that slips into them fails.
 PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
+# ENVTEST_PKGS are the packages whose tests start an API server with pkg/testing/envtest (their test
+# binaries link it), less the pure ones and test/ (the local-cluster and reliability suites): what
+# `make test-envtest-oldest` runs against the oldest supported kube-apiserver.
+ENVTEST_PKGS ?= $(filter-out $(PURE_PKGS) ./test/%,$(shell go list -test \
+	-f '{{if .ForTest}}{{.Dir}}{{range .Deps}} {{.}}{{end}}{{end}}' ./... | \
+	awk '/ github\.com\/kdag-dev\/kdag\/pkg\/testing\/envtest( |$$)/ { print $$1 }' | sort -u | sed 's|^$(ROOT)|.|; s|$$|/|'))
 # Benchmarks: BENCH selects them, BENCH_COUNT repeats each; they run one package at a time (-p 1)
 # in the packages that have any (not the e2e ones, whose TestMain starts a cluster). The long
 # SCALE_BENCH ones (BenchmarkScale, BenchmarkResync: a minute or more per run) run apart, once per
@@ -78,10 +90,11 @@ BENCH_PKGS ?= $(sort $(patsubst %/,./%/,$(dir $(shell grep -rl --include='*_test
 SCALE_BENCH ?= BenchmarkScale|BenchmarkResync
 SCALE_COUNT ?= 1
 
-kube_semver := $(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))
+# $(call kube_ldflags,v1.37.1) stamps that version into Kubernetes binaries (else they report v0.0.0-master).
+kube_semver = $(subst ., ,$(patsubst v%,%,$(1)))
 kube_ldflags = -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
-	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=$(word 1,$(kube_semver)) \
-	-X $(p).gitMinor=$(word 2,$(kube_semver)) -X $(p).gitTreeState=clean)
+	-X $(p).gitVersion=$(1) -X $(p).gitMajor=$(word 1,$(call kube_semver,$(1))) \
+	-X $(p).gitMinor=$(word 2,$(call kube_semver,$(1))) -X $(p).gitTreeState=clean)
 
 say = printf '\033[1m==> %s\033[0m\n' "$(1)"
 
@@ -138,6 +151,11 @@ test: test-pure tools-cluster $(JAEGER) $(KUSTOMIZE) $(HELM) ## Run unit, envtes
 test-pure: ## Run the tests that need no binary (pkg/graph, pkg/resources, ...) with no control plane in reach.
 	@$(call say,go test $(PURE_PKGS) without binaries)
 	KUBEBUILDER_ASSETS=$(BIN)/none go test $(GO_TEST_FLAGS) $(PURE_PKGS)
+
+.PHONY: test-envtest-oldest
+test-envtest-oldest: tools-cluster tools-apiserver-oldest ## Run the envtest suites (ENVTEST_PKGS) against the oldest supported kube-apiserver (hack/tools/k8s-oldest), with -race.
+	@$(call say,go test on kube-apiserver $(KUBE_OLDEST_VERSION): $(ENVTEST_PKGS))
+	KUBEBUILDER_ASSETS=$(CLUSTER_OLDEST_BIN) go test $(GO_TEST_FLAGS) $(ENVTEST_PKGS)
 
 .PHONY: test-reliability
 test-reliability: tools-cluster ## Run the reliability suite (API faults, restart, leader election, bad input, conflicts, secret leaks) with -race.
@@ -200,15 +218,28 @@ tools-cluster: $(KUBE_DIR)/kube-apiserver $(ETCD) $(KWOK_DIR)/kwokctl ## Build t
 	@ln -sfn ../etcd-$(ETCD_VERSION)/etcd $(CLUSTER_BIN)/etcd
 	@for b in kwok kwokctl; do ln -sfn ../$(notdir $(KWOK_DIR))/$$b $(CLUSTER_BIN)/$$b; done
 
+.PHONY: tools-apiserver-oldest
+tools-apiserver-oldest: $(KUBE_OLDEST_DIR)/kube-apiserver $(ETCD) $(KUBE_DIR)/kube-apiserver ## Build the oldest supported kube-apiserver into bin/cluster-oldest, with etcd and kubectl of bin/cluster (cold: ~7-12 min).
+	@mkdir -p $(CLUSTER_OLDEST_BIN)
+	@ln -sfn ../$(notdir $(KUBE_OLDEST_DIR))/kube-apiserver $(CLUSTER_OLDEST_BIN)/kube-apiserver
+	@ln -sfn ../$(notdir $(KUBE_DIR))/kubectl $(CLUSTER_OLDEST_BIN)/kubectl
+	@ln -sfn ../etcd-$(ETCD_VERSION)/etcd $(CLUSTER_OLDEST_BIN)/etcd
+
 .PHONY: tools-dev
 tools-dev: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(GOTESTSUM) $(BENCHSTAT) $(GOLANGCI_LINT) ## Build the developer tools.
 
 $(KUBE_DIR)/kube-apiserver:
 	@$(call say,building kube-apiserver kube-controller-manager kube-scheduler kubectl $(KUBE_VERSION) (cold: ~8 min on 2 cores))
-	cd $(TOOLS)/k8s && CGO_ENABLED=0 go build -trimpath -ldflags '$(kube_ldflags)' -o $(KUBE_DIR).tmp/ \
+	cd $(TOOLS)/k8s && CGO_ENABLED=0 go build -trimpath -ldflags '$(call kube_ldflags,$(KUBE_VERSION))' -o $(KUBE_DIR).tmp/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 	rm -rf $(KUBE_DIR) && mv $(KUBE_DIR).tmp $(KUBE_DIR)
+
+$(KUBE_OLDEST_DIR)/kube-apiserver:
+	@$(call say,building kube-apiserver $(KUBE_OLDEST_VERSION) (cold: ~7 min idle; ~12 min on a busy 2-core machine))
+	cd $(TOOLS)/k8s-oldest && CGO_ENABLED=0 go build -trimpath -ldflags '$(call kube_ldflags,$(KUBE_OLDEST_VERSION))' \
+		-o $(KUBE_OLDEST_DIR).tmp/ k8s.io/kubernetes/cmd/kube-apiserver
+	rm -rf $(KUBE_OLDEST_DIR) && mv $(KUBE_OLDEST_DIR).tmp $(KUBE_OLDEST_DIR)
 
 $(ETCD):
 	@$(call say,building etcd $(ETCD_VERSION) (cold: ~1.5 min))

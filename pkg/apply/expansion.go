@@ -9,8 +9,9 @@ import (
 )
 
 // expansionRefusal is the wording of the API server's PersistentVolumeClaimResize admission
-// plugin (k8s.io/kubernetes plugin/pkg/admission/storage/persistentvolume/resize) when a claim's
-// storage request grows but its StorageClass does not allow volume expansion.
+// plugin (k8s.io/kubernetes plugin/pkg/admission/storage/persistentvolume/resize, the same in
+// v1.34 to v1.37) when a claim's storage request grows but its StorageClass does not allow volume
+// expansion.
 const expansionRefusal = "storageclass that provisions the pvc must support resize"
 
 // VolumeExpansionForbidden reports whether err is the API server refusing to grow a

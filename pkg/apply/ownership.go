@@ -185,7 +185,8 @@ func IsInvalid(err error) bool {
 }
 
 // DeniedByAdmission reports whether an API error message comes from an admission webhook or an
-// admission policy (k8s.io/apiserver's webhook and policy plugins word them so).
+// admission policy (k8s.io/apiserver's webhook and policy plugins word them so, the same in
+// v0.34 to v0.37, the API servers of Kubernetes v1.34 to v1.37).
 func DeniedByAdmission(msg string) bool {
 	return strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request") ||
 		strings.Contains(msg, " denied request: ")

@@ -100,7 +100,7 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	}
 	if err := e.apply(ctx, desired); err != nil {
 		// Not a repair: only a write the API server accepted repairs anything.
-		fields := ImmutableFields(err)
+		fields := ChangedImmutableFields(err, desired, live)
 		switch {
 		case len(fields) == 0:
 			return Change{Action: Applied}, err

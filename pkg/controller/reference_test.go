@@ -171,6 +171,9 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 	if !f.notFound(&appsv1.Deployment{}, "app") {
 		t.Error("the Deployment was created although its Secret lacks keys it reads")
 	}
+	// The next reconcile reads the owner from the cache: it is unchanged once the cache holds the
+	// status the first one wrote (on a loaded machine the watch event can come after it).
+	f.waitCachedVersion(&testapi.Widget{}, "app", f.get(&testapi.Widget{}, "app").GetResourceVersion())
 	f.calls.Reset()
 	if err := f.reconcile("app"); err != nil {
 		t.Fatalf("reconcile: %v", err)

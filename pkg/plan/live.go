@@ -328,7 +328,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ch.Action = Create
 		desired := n.Desired.DeepCopy()
 		desired.SetResourceVersion("1") // as apply.Engine.CreateIfAbsent: only if absent
-		return ch, r.dryRun(ch, n.Recreate, func() error { return r.apply(ctx, desired) })
+		return ch, r.dryRun(ch, n.Recreate, n.Desired, nil, func() error { return r.apply(ctx, desired) })
 	}
 	adopt, err := r.engine.Admits(r.owner, n.Desired, live, policy)
 	var refused *apply.AdoptionError
@@ -341,7 +341,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	}
 	if n.CreateOnly && (adopt || !apply.HasOwnerLabels(r.owner, live)) {
 		// The engine's only write to a create-only object: labels and owner reference merged in.
-		return ch, r.diff(ch, live, n.Recreate, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
+		return ch, r.diff(ch, n.Desired, live, n.Recreate, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
 	}
 	if n.CreateOnly {
 		ch.Action = Unchanged
@@ -354,16 +354,16 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ann[tracing.AnnotationTraceParent] = tp
 		desired.SetAnnotations(ann)
 	}
-	return ch, r.diff(ch, live, n.Recreate, func() (*unstructured.Unstructured, error) {
+	return ch, r.diff(ch, n.Desired, live, n.Recreate, func() (*unstructured.Unstructured, error) {
 		return desired, r.apply(ctx, desired)
 	})
 }
 
-// diff dry-runs write and sets ch's Action and Diff from live and the result; recreate is the
-// node's Recreate propagation ("" without the option).
-func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, recreate metav1.DeletionPropagation, write func() (*unstructured.Unstructured, error)) error {
+// diff dry-runs write, a write of desired over live, and sets ch's Action and Diff from live and
+// the result; recreate is the node's Recreate propagation ("" without the option).
+func (r *liveRun) diff(ch *Change, desired, live *unstructured.Unstructured, recreate metav1.DeletionPropagation, write func() (*unstructured.Unstructured, error)) error {
 	var after *unstructured.Unstructured
-	if err := r.dryRun(ch, recreate, func() (err error) { after, err = write(); return err }); err != nil || ch.Action != "" {
+	if err := r.dryRun(ch, recreate, desired, live, func() (err error) { after, err = write(); return err }); err != nil || ch.Action != "" {
 		return err
 	}
 	d, err := yamlDiff(live, after)
@@ -377,22 +377,26 @@ func (r *liveRun) diff(ch *Change, live *unstructured.Unstructured, recreate met
 	return nil
 }
 
-// dryRun runs write and sorts out the API server's refusals: an immutable field makes ch a
-// Recreate, another validation error or a claim whose StorageClass does not allow it to grow
-// (apply.VolumeExpansionForbidden) ch's Error; a namespace that does not exist yet is no
-// error for a create. Other errors are returned.
+// dryRun runs write, a write of desired over live (nil: a create), and sorts out the API server's
+// refusals: an immutable field makes ch a Recreate that names the fields desired changes
+// (apply.ChangedImmutableFields), another validation error or a claim whose StorageClass does
+// not allow it to grow (apply.VolumeExpansionForbidden) ch's Error; a namespace that does not
+// exist yet is no error for a create. Other errors are returned.
 //
 // recreate is the node's Recreate propagation: with it, the Recreate says kdag deletes the object
 // (with that propagation) and creates it again; without it, that the reconcile stops there, the
 // owner Stalled, until the spec changes back or the author gives the node Recreate.
-func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, write func() error) error {
+func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, desired, live *unstructured.Unstructured, write func() error) error {
 	err := write()
 	if err == nil {
 		return nil
 	}
-	if fields := apply.ImmutableFields(err); len(fields) > 0 {
+	if fields := apply.ChangedImmutableFields(err, desired, live); len(fields) > 0 {
 		ch.Action = Recreate
 		what := strings.Join(fields, ", ") + " is immutable: "
+		if len(fields) > 1 {
+			what = strings.Join(fields, ", ") + " are immutable: "
+		}
 		if recreate != "" {
 			what += "kdag deletes the object (propagation " + string(recreate) + ") and creates it again"
 		} else {
