@@ -19,10 +19,11 @@ import (
 // has not seen yet). create applies the object on the condition that it does not exist
 // (CreateIfAbsent): one round trip for a new object, and a foreign object created between the
 // cache miss and the write is never overwritten. The create sends the whole desired object, the
-// fields of Policy.Ignore included; every other write leaves them out. Only if something of that name exists does it
-// read the object to decide: refuse it, adopt it, or apply to its own. Every create is that
-// conditional apply: when the object it collided with is gone by the time it is read, create
-// tries the conditional apply again rather than writing unconditionally.
+// fields of Policy.Ignore included; every other write leaves them out. Only if something of that
+// name exists does it read the object to decide: refuse it, adopt it, or, when it is the owner's
+// already, return it in Change.existing for the caller to update as a live object. Every create
+// is that conditional apply: when the object it collided with is gone by the time it is read,
+// create tries the conditional apply again rather than writing unconditionally.
 func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.Unstructured, p Policy) (Change, error) {
 	const attempts = 3
 	gvk := desired.GroupVersionKind()
@@ -54,36 +55,16 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 		obj, err := e.adopt(ctx, withoutFields(desired, p.Ignore), existing, p)
 		return Change{Action: Adopted, Object: obj}, err
 	}
-	// Ours, but not in the cache: the watch is behind, the response to our write was lost, or
-	// someone removed kdag's labels (the cache holds labelled objects only). A create-only object
-	// is never written again but for its ownership (labels back); its content (a generated
-	// password) feeds the dependents unchanged. Others are applied as usual, labels included.
-	if p.CreateOnly && !e.ownershipMatches(owner, desired, existing) {
-		obj, err := e.takeOwnership(ctx, desired)
-		return Change{Action: Applied, Object: obj}, err
+	// Ours, but not in the cache: the watch is behind, the response to our write was lost, its
+	// owner just moved to this shard, or someone removed kdag's labels (the cache holds labelled
+	// objects only). The caller decides on the whole live object as on a cached one (a user's
+	// keep, create-only data, drift policy, labels back).
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return Change{}, errors.Wrapf(err, "%s: read", name)
 	}
-	if p.CreateOnly {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(gvk)
-		if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-			return Change{}, errors.Wrapf(err, "%s: read", name)
-		}
-		return Change{Action: Skipped, Object: live}, nil
-	}
-	if p.Drift == DriftReport || len(p.Ignore) > 0 {
-		// The live object decides: whether it drifted (reported, not reverted), which ignored
-		// fields kdag's field manager still holds (handed over before they are left out).
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(gvk)
-		if err := e.reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-			return Change{}, errors.Wrapf(err, "%s: read", name)
-		}
-		return e.update(ctx, owner, desired, live, p)
-	}
-	if err := e.apply(ctx, desired); err != nil {
-		return Change{Action: Applied}, err
-	}
-	return Change{Action: Applied, Object: desired}, nil
+	return Change{existing: live}, nil
 }
 
 // adopt takes over live, an existing object that is not the owner's. A create-only node's object

@@ -244,6 +244,9 @@ type Change struct {
 	Repeat bool
 	// pending says what change waits for the cluster (Entry.Pending).
 	pending string
+	// existing is, from create, the owner's object that exists though the cache did not hold
+	// it: to be updated as the live object.
+	existing *unstructured.Unstructured
 }
 
 // Apply brings desired to the cluster. desired is prepared for server-side apply (see
@@ -257,7 +260,11 @@ type Change struct {
 // advice when the server's validation or admission refused the object.
 func (e *Engine) Apply(ctx context.Context, owner Owner, desired *unstructured.Unstructured, live client.Object, p Policy) (Change, error) {
 	if live == nil {
-		return e.create(ctx, owner, desired, p)
+		c, err := e.create(ctx, owner, desired, p)
+		if err != nil || c.existing == nil {
+			return c, err
+		}
+		live = c.existing
 	}
 	return e.update(ctx, owner, desired, live, p)
 }

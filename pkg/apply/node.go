@@ -104,7 +104,12 @@ func (e *Engine) Reconcile(ctx context.Context, n Node) (Entry, error) {
 			return Entry{}, err
 		}
 		c, err := e.create(ctx, n.Owner, desired, p)
-		return entryOf(c), err
+		if err != nil || c.existing == nil {
+			return entryOf(c), err
+		}
+		// The owner's object, which the cache does not hold (yet): decided as a live one, so
+		// that a user's keep, create-only data and the drift policy hold here too.
+		live = c.existing
 	}
 	if live.GetDeletionTimestamp() != nil && e.Owns(n.Owner, live) {
 		// Re-created by Recreate, or deleted by someone: an apply would only update what is

@@ -75,10 +75,16 @@ func hasManagerEntry(obj metav1.Object, fieldManager string) bool {
 // (the owner's value, or none when the owner has none).
 func hasOwnerLabels(owner Owner, obj metav1.Object) bool {
 	l := obj.GetLabels()
-	shard, sharded := owner.Object.GetLabels()[kdagv1alpha1.LabelShard]
-	got, has := l[kdagv1alpha1.LabelShard]
 	return l[kdagv1alpha1.LabelOwnerUID] == string(owner.Object.GetUID()) && l[kdagv1alpha1.LabelController] == owner.Controller &&
-		l[kdagv1alpha1.LabelManagedBy] == "kdag" && has == sharded && got == shard
+		l[kdagv1alpha1.LabelManagedBy] == "kdag" && hasOwnerShard(owner, obj)
+}
+
+// hasOwnerShard reports whether obj's kdag.dev/shard label is its owner's (none when the owner
+// has none).
+func hasOwnerShard(owner Owner, obj metav1.Object) bool {
+	shard, sharded := owner.Object.GetLabels()[kdagv1alpha1.LabelShard]
+	got, has := obj.GetLabels()[kdagv1alpha1.LabelShard]
+	return has == sharded && got == shard
 }
 
 // mayAdopt reports whether an existing object that is not owner's may be taken over: with the

@@ -38,6 +38,16 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		obj, err := e.takeOwnership(ctx, desired)
 		return Change{Action: Applied, Object: obj}, err
 	}
+	if !hasOwnerShard(owner, live) {
+		// The shard label is metadata, never drift: a moved owner's new shard label is written
+		// with one merge patch whatever the drift policy (report writes nothing else), so the
+		// object enters its owner's new cache and stays in prune's sight.
+		obj, err := e.takeOwnership(ctx, desired)
+		if err != nil {
+			return Change{Action: Applied}, err
+		}
+		live = obj
+	}
 	if want, has, ok := pendingGrowth(live, desired); ok {
 		return e.applyPending(ctx, desired, live, want, has)
 	}

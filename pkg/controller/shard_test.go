@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -210,6 +211,11 @@ func startShard(t *testing.T, ns, name, shard string) *shardManager {
 		m.seen.Store(client.ObjectKeyFromObject(w), true)
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"password": rand.Text()}}, CreateOnly())
+		// Objects whose policy writes less than an apply: drift reported, a field ignored, and
+		// one a user keeps (the move test annotates it): a move relabels them all the same.
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-reported"}, Data: map[string]string{"k": "v"}}, OnDrift(DriftReport))
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-ignored"}, Data: map[string]string{"k": "v"}}, IgnoreFields("data.k"))
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-userkept"}, Data: map[string]string{"k": "v"}})
 		if !strings.HasSuffix(w.Name, "-child") {
 			b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}})
 		}
@@ -249,9 +255,14 @@ func shardObjects(name string) []client.Object {
 	return []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-config"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-key"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-reported"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-ignored"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-userkept"}},
 		&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: name + "-child"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-child-config"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-child-key"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-child-reported"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-child-ignored"}},
 	}
 }
 
@@ -377,6 +388,21 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				}
 			}
 
+			// A user keeps one object; kdag drops its owner reference. From then on no write may
+			// give it one back, not even for the one reconcile after the move before the new
+			// shard's cache holds it.
+			kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner + "-userkept"}}
+			if err := env.Client.Patch(t.Context(), kept, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"kdag.dev/keep":"true"}}}`))); err != nil {
+				t.Fatal(err)
+			}
+			poll.True(t, "the kept ConfigMap loses its owner reference", waitTimeout, func(ctx context.Context) bool {
+				return env.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept) == nil && len(kept.OwnerReferences) == 0
+			})
+			regained := watchOwnerReferences(t, ns, kept.Name, kept.ResourceVersion)
+
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+				t.Fatal(err)
+			}
 			patch := client.MergeFrom(w.DeepCopy())
 			lbls := maps.Clone(w.Labels)
 			if lbls == nil {
@@ -404,6 +430,18 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				}
 				if s, ok := obj.(*corev1.Secret); ok && string(s.Data["password"]) != passwords[s.Name] {
 					t.Errorf("Secret %s: the generated password changed with the move", s.Name)
+				}
+			}
+			if got := regained(); got != "" {
+				t.Errorf("the user-kept ConfigMap got an owner reference back during the move: %s", got)
+			}
+			for _, n := range []string{tc.owner, tc.owner + "-child"} {
+				moved := &testapi.Widget{}
+				if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: n}, moved); err != nil {
+					t.Fatal(err)
+				}
+				if c := meta.FindStatusCondition(moved.Status.Conditions, kdagv1alpha1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
+					t.Errorf("Widget %s: Drifted=True after the move (%s): kdag's own shard label is no drift", n, c.Message)
 				}
 			}
 			old := managers[tc.from]
@@ -455,5 +493,38 @@ func TestShards_HandOver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// watchOwnerReferences watches the ConfigMap name in ns from resourceVersion rv on and returns a
+// function that stops the watch and says which version carried an owner reference ("" none).
+func watchOwnerReferences(t *testing.T, ns, name, rv string) func() string {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	found := ""
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && len(cm.OwnerReferences) > 0 {
+				mu.Lock()
+				if found == "" {
+					found = fmt.Sprintf("resourceVersion %s: %v", cm.ResourceVersion, cm.OwnerReferences)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() string {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return found
 	}
 }
