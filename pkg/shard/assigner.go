@@ -174,10 +174,10 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return o
 }
 
-// pass looks at every owner once and moves those not with their member. It returns how soon to
-// look again without an event: when the first live Lease expires, or retryAfter when a move
-// failed.
-func (a *Assigner) pass(ctx context.Context, c cache.Cache) time.Duration {
+// pass looks at every owner once, as c (the assigner's cache) lists them and the member Leases,
+// and moves those not with their member. It returns how soon to look again without an event:
+// when the first live Lease expires, or retryAfter when a move failed.
+func (a *Assigner) pass(ctx context.Context, c client.Reader) time.Duration {
 	now := a.o.now()
 	next := time.Hour
 	var leases coordinationv1.LeaseList
@@ -207,7 +207,7 @@ func (a *Assigner) pass(ctx context.Context, c cache.Cache) time.Duration {
 		for i := range list.Items {
 			owner := &list.Items[i]
 			owner.SetGroupVersionKind(gvk)
-			mv, ok := decide(owner, ring)
+			mv, ok := decide(owner, ring, nil)
 			if !ok {
 				continue
 			}
@@ -294,9 +294,15 @@ type move struct {
 	from, to string
 }
 
-// decide returns what the assigner does with owner given the live members in ring, and false
-// when it leaves the owner as it is (the rules are on Assigner).
-func decide(owner metav1.Object, ring Ring) (move, bool) {
+// parentLookup returns the owner that child's controller owner reference names, as the
+// assigner's cache holds it, and true; nil and true when the cache holds no such owner (the
+// parent is gone, or the child has no controller owner reference); false when it cannot tell.
+type parentLookup func(child metav1.Object) (parent metav1.Object, known bool)
+
+// decide returns what the assigner does with owner given the live members in ring and the
+// owner's parent (parents, for a child owner), and false when it leaves the owner as it is (the
+// rules are on Assigner).
+func decide(owner metav1.Object, ring Ring, parents parentLookup) (move, bool) {
 	lbls, anns := owner.GetLabels(), owner.GetAnnotations()
 	if owner.GetDeletionTimestamp() != nil || lbls[kdagv1alpha1.LabelController] != "" {
 		return move{}, false

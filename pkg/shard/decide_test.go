@@ -72,7 +72,7 @@ func TestDecide(t *testing.T) {
 			if tc.deleting {
 				owner.DeletionTimestamp = &now
 			}
-			got, ok := decide(owner, ring)
+			got, ok := decide(owner, ring, nil)
 			switch {
 			case tc.want == nil && ok:
 				t.Errorf("decide = %+v, want the owner left alone", got)
@@ -83,7 +83,7 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := decide(&metav1.ObjectMeta{Namespace: "ns", Name: name}, Ring{}); ok {
+	if _, ok := decide(&metav1.ObjectMeta{Namespace: "ns", Name: name}, Ring{}, nil); ok {
 		t.Errorf("with no live member, decide moved an owner")
 	}
 }
