@@ -42,9 +42,12 @@ const retryAfter = time.Second
 //     Lease from the API server confirms the expiry);
 //   - an owner of a live shard that is not its member gets kdag.dev/shard-next naming its
 //     member, and its current replica hands it over (controller.Controller's Reconcile);
+//   - an owner being deleted is left to its replica while that replica lives (it tears the owner
+//     down; no hand-over is asked), and relabelled as above when its shard has no live Lease (or
+//     it has no shard), so that a live replica runs its teardown;
 //   - statically sharded owners (a kdag.dev/shard label without a matching
-//     kdag.dev/shard-assigned annotation), child owners (they carry kdag.dev/controller: their
-//     parent's apply sets their shard) and owners being deleted are left alone.
+//     kdag.dev/shard-assigned annotation) and child owners (they carry kdag.dev/controller: their
+//     parent's apply sets their shard) are left alone.
 //
 // Every write is a merge patch conditional on the owner's resourceVersion. It is a
 // manager.Runnable for one replica at a time (NeedLeaderElection is true): run the replicas'
@@ -264,6 +267,9 @@ func (a *Assigner) move(ctx context.Context, owner *metav1.PartialObjectMetadata
 	}
 	owner.Labels, owner.Annotations = lbls, anns
 	err := a.writer.Patch(ctx, owner, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted since: nothing to move (an owner being deleted may go any moment)
+	}
 	if err != nil {
 		return errors.Wrapf(err, "patch %s", mv.kind)
 	}
@@ -304,7 +310,7 @@ type parentLookup func(child metav1.Object) (parent metav1.Object, known bool)
 // rules are on Assigner).
 func decide(owner metav1.Object, ring Ring, parents parentLookup) (move, bool) {
 	lbls, anns := owner.GetLabels(), owner.GetAnnotations()
-	if owner.GetDeletionTimestamp() != nil || lbls[kdagv1alpha1.LabelController] != "" {
+	if lbls[kdagv1alpha1.LabelController] != "" {
 		return move{}, false
 	}
 	current, labelled := lbls[kdagv1alpha1.LabelShard]
@@ -318,6 +324,8 @@ func decide(owner metav1.Object, ring Ring, parents parentLookup) (move, bool) {
 	}
 	next, asked := anns[kdagv1alpha1.AnnotationShardNext]
 	switch {
+	case owner.GetDeletionTimestamp() != nil && labelled && ring.Has(current):
+		return move{}, false // its live replica tears it down; a deleting owner is never handed over
 	case !labelled:
 		return move{kind: moveLabel, to: target}, true
 	case current == target:

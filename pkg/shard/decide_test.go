@@ -65,7 +65,21 @@ func TestDecide(t *testing.T) {
 		{name: "an empty label: static, left alone", labels: map[string]string{shard: ""}},
 		{name: "a child owner: its parent's apply sets its shard",
 			labels: map[string]string{kdagv1alpha1.LabelController: "widgets"}},
-		{name: "being deleted: its shard tears it down", deleting: true},
+		{name: "being deleted, with its member: its replica tears it down", deleting: true,
+			labels: map[string]string{shard: "r-a"}, annotations: map[string]string{assigned: "r-a"}},
+		{name: "being deleted, with a live replica that is not its member: that replica tears it down, no hand-over asked",
+			deleting: true, labels: map[string]string{shard: "r-b"}, annotations: map[string]string{assigned: "r-b"}},
+		{name: "being deleted, asked to hand over before: left as it is (a deleting owner is never handed over)",
+			deleting: true, labels: map[string]string{shard: "r-b"}, annotations: map[string]string{assigned: "r-b", next: "r-c"}},
+		{name: "being deleted, with a dead replica: relabelled for its member, which tears it down", deleting: true,
+			labels: map[string]string{shard: "r-x"}, annotations: map[string]string{assigned: "r-x"},
+			want: &move{kind: moveLabel, from: "r-x", to: "r-a"}},
+		{name: "being deleted, with a dead replica that was asked to hand over: relabelled", deleting: true,
+			labels: map[string]string{shard: "r-x"}, annotations: map[string]string{assigned: "r-x", next: "r-b"},
+			want: &move{kind: moveLabel, from: "r-x", to: "r-a"}},
+		{name: "being deleted, no label: labelled for its member, which tears it down", deleting: true,
+			want: &move{kind: moveLabel, to: "r-a"}},
+		{name: "being deleted, a static shard: left alone", deleting: true, labels: map[string]string{shard: "eu"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			owner := &metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: tc.labels, Annotations: tc.annotations}
@@ -83,7 +97,13 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := decide(&metav1.ObjectMeta{Namespace: "ns", Name: name}, Ring{}, nil); ok {
-		t.Errorf("with no live member, decide moved an owner")
+	for _, o := range []*metav1.ObjectMeta{
+		{Namespace: "ns", Name: name},
+		{Namespace: "ns", Name: name, Labels: map[string]string{shard: "r-x"}, Annotations: map[string]string{assigned: "r-x"},
+			DeletionTimestamp: &now},
+	} {
+		if mv, ok := decide(o, Ring{}, nil); ok {
+			t.Errorf("with no live member, decide moved owner %+v: %+v", o, mv)
+		}
 	}
 }
