@@ -188,8 +188,10 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 }
 
 // pass looks at every owner once, as c (the assigner's cache) lists them and the member Leases,
-// and moves those not with their member. It returns how soon to look again without an event:
-// when the first live Lease expires, or retryAfter when a move failed.
+// and moves those not with their member; it deletes the member Leases expired for
+// leaseCollectAfter of their durations (collect). It returns how soon to look again without an
+// event: when the first live Lease expires or the first expired one may be deleted, or
+// retryAfter when a move failed.
 func (a *Assigner) pass(ctx context.Context, c client.Reader) time.Duration {
 	now := a.o.now()
 	next := time.Hour
@@ -202,9 +204,19 @@ func (a *Assigner) pass(ctx context.Context, c client.Reader) time.Duration {
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		id := ptr.Deref(l.Spec.HolderIdentity, "")
-		if exp := expiry(l); exp.After(now) && l.Name == a.o.leaseName(id) && controller.ValidateShard(id) == nil {
+		if l.Name != a.o.leaseName(id) || controller.ValidateShard(id) != nil || id == "" {
+			continue // not a member's
+		}
+		exp := expiry(l)
+		switch gone := exp.Add(leaseCollectAfter * time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second); {
+		case exp.After(now):
 			live = append(live, id)
 			next = min(next, exp.Sub(now)+10*time.Millisecond)
+		case exp.IsZero() || l.Labels[kdagv1alpha1.LabelShardMember] != a.o.group:
+		case gone.After(now):
+			next = min(next, gone.Sub(now)+10*time.Millisecond)
+		default:
+			a.collect(ctx, l)
 		}
 	}
 	ring := NewRing(live...)
@@ -274,6 +286,28 @@ func (a *Assigner) parents(owners map[types.UID]*metav1.PartialObjectMetadata, n
 			return nil, false
 		}
 		return nil, true
+	}
+}
+
+// leaseCollectAfter is how many of its own durations a member Lease stays expired before the
+// assigner deletes it: long enough for every decision that reads it (the assigner's confirmation
+// of an expiry reads a missing Lease as expired, too), short enough that the Leases of replaced
+// pods do not pile up.
+const leaseCollectAfter = 3
+
+// collect deletes the member Lease l, expired for leaseCollectAfter of its durations, on the
+// condition that it is still the version the assigner read (a renewal since wins). A refused or
+// failed delete is logged; the next pass tries again.
+func (a *Assigner) collect(ctx context.Context, l *coordinationv1.Lease) {
+	err := a.writer.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		a.log.V(1).Info("left a member Lease that changed or went since the cache read it", "lease", l.Name)
+	case err != nil:
+		a.log.Info("could not delete an expired member Lease", "lease", l.Namespace+"/"+l.Name, "error", err.Error())
+	default:
+		a.log.Info("deleted an expired member Lease", "lease", l.Namespace+"/"+l.Name, "shard", ptr.Deref(l.Spec.HolderIdentity, ""),
+			"renewed", l.Spec.RenewTime.Time)
 	}
 }
 
