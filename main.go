@@ -181,6 +181,15 @@ func run(opts options) error {
 			return err
 		}
 	}
+	// In every mode: a Warning event and kdag_owners_unserved for owners whose shard no manager serves.
+	if ns := sharding.leaseNamespace(); ns != "" {
+		if err := shard.AddUnserved(mgr, components, shard.WithNamespace(ns), shard.WithLeaderElectionID(leaderElectionID)); err != nil {
+			return err
+		}
+	} else {
+		ctrl.Log.WithName("setup").Info("not checking for owners of shards that no manager serves: no namespace for the Leases " +
+			"(set --leader-election-namespace)")
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add health check")
 	}
@@ -204,6 +213,23 @@ type sharding struct {
 // serviceAccountNamespace is where a pod finds its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
+// leaderElectionID is the unsharded manager's leader election ID; static shard NAME's is
+// "NAME.<it>" (controller.LeaderElectionID).
+const leaderElectionID = "kdag.kdag.dev"
+
+// leaseNamespace returns the namespace of the managers' Leases: --leader-election-namespace, or
+// in a pod the pod's namespace, as controller-runtime's leader election; "" when neither is known.
+func (s sharding) leaseNamespace() string {
+	if s.namespace != "" {
+		return s.namespace
+	}
+	ns, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(ns))
+}
+
 // sharding checks the sharding flags (a shard is the value of a label and part of a Lease's
 // name: checked before anything runs) and returns what they mean, or an error that names the
 // flag to fix.
@@ -214,7 +240,7 @@ func (o options) sharding() (sharding, error) {
 		if o.shardID != "" {
 			return s, errors.New("--shard-id needs --shards=auto")
 		}
-		id, err := controller.LeaderElectionID("kdag.kdag.dev", o.shard)
+		id, err := controller.LeaderElectionID(leaderElectionID, o.shard)
 		s.leaderElectionID = id
 		return s, errors.Wrap(err, "--shard")
 	case "auto":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -195,5 +196,20 @@ func TestOptions_Sharding(t *testing.T) {
 				t.Fatalf("sharding() = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSharding_LeaseNamespace: the Leases' namespace, which the check of unserved shards reads,
+// is --leader-election-namespace (or, with --shards=auto, what sharding resolved), else the pod's.
+func TestSharding_LeaseNamespace(t *testing.T) {
+	if got := (sharding{namespace: "ops"}).leaseNamespace(); got != "ops" {
+		t.Errorf("leaseNamespace() = %q, want ops", got)
+	}
+	want := ""
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil { // in a pod
+		want = strings.TrimSpace(string(b))
+	}
+	if got := (sharding{}).leaseNamespace(); got != want {
+		t.Errorf("leaseNamespace() without a flag = %q, want %q (the pod's namespace, or none outside a pod)", got, want)
 	}
 }

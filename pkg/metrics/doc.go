@@ -12,6 +12,7 @@
 //	kdag_prune_deletions_total{controller,kind}             counter
 //	kdag_node_panics_total{controller}                      counter
 //	kdag_nodes_waiting{controller}                          gauge
+//	kdag_owners_unserved{kind}                              gauge
 //
 // kdag_nodes_waiting has no owner label on purpose: a series per owner would grow with the number
 // of owners and outlive deleted ones. SetWaiting keeps the number per owner inside the collector

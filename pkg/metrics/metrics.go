@@ -41,6 +41,7 @@ type Metrics struct {
 	driftReports     *prometheus.CounterVec
 	pruneDeletions   *prometheus.CounterVec
 	nodePanics       *prometheus.CounterVec
+	ownersUnserved   *prometheus.GaugeVec
 	waiting          *waitingCollector
 }
 
@@ -99,6 +100,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name:      "node_panics_total",
 			Help:      "Panics recovered while processing a graph node.",
 		}, []string{LabelController}),
+		ownersUnserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "owners_unserved",
+			Help:      "Owners whose kdag.dev/shard label names a shard that no running manager serves (no live leader election or member Lease), by kind.",
+		}, []string{LabelKind}),
 		waiting: newWaitingCollector(),
 	}
 	if reg == nil {
@@ -125,6 +131,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.nodePanics, err = register(reg, m.nodePanics); err != nil {
+		return nil, err
+	}
+	if m.ownersUnserved, err = register(reg, m.ownersUnserved); err != nil {
 		return nil, err
 	}
 	if m.waiting, err = register(reg, m.waiting); err != nil {
@@ -198,6 +207,15 @@ func (m *Metrics) NodePanicked(controller string) {
 		return
 	}
 	m.nodePanics.WithLabelValues(controller).Inc()
+}
+
+// SetOwnersUnserved records that n owners of kind are labelled with a shard that no running
+// manager serves (package shard's Unserved counts them).
+func (m *Metrics) SetOwnersUnserved(kind string, n int) {
+	if m == nil {
+		return
+	}
+	m.ownersUnserved.WithLabelValues(kind).Set(float64(n))
 }
 
 // SetWaiting records that n nodes of owner's graph wait for readiness after its last run (a

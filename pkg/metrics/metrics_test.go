@@ -29,6 +29,9 @@ func TestCounters(t *testing.T) {
 	m.DriftReported("gitea", "ConfigMap")
 	m.Pruned("gitea", "Secret")
 	m.NodePanicked("gitea")
+	m.SetOwnersUnserved("Gitea", 2)
+	m.SetOwnersUnserved("Gitea", 1) // a gauge: the last value counts
+	m.SetOwnersUnserved("PostgreSQL", 0)
 
 	expected := `
 # HELP kdag_drift_repairs_total Objects re-applied because someone else changed fields kdag manages.
@@ -45,12 +48,17 @@ kdag_node_panics_total{controller="gitea"} 1
 kdag_nodes_total{action="applied",controller="gitea",outcome="Failed"} 1
 kdag_nodes_total{action="applied",controller="gitea",outcome="Ready"} 2
 kdag_nodes_total{action="skipped",controller="gitea",outcome="Ready"} 1
+# HELP kdag_owners_unserved Owners whose kdag.dev/shard label names a shard that no running manager serves (no live leader election or member Lease), by kind.
+# TYPE kdag_owners_unserved gauge
+kdag_owners_unserved{kind="Gitea"} 1
+kdag_owners_unserved{kind="PostgreSQL"} 0
 # HELP kdag_prune_deletions_total Objects deleted because they left the desired graph.
 # TYPE kdag_prune_deletions_total counter
 kdag_prune_deletions_total{controller="gitea",kind="Secret"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected),
-		"kdag_drift_repairs_total", "kdag_drift_reports_total", "kdag_node_panics_total", "kdag_nodes_total", "kdag_prune_deletions_total"); err != nil {
+		"kdag_drift_repairs_total", "kdag_drift_reports_total", "kdag_node_panics_total", "kdag_nodes_total", "kdag_owners_unserved",
+		"kdag_prune_deletions_total"); err != nil {
 		t.Error(err)
 	}
 }

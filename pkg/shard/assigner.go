@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -42,9 +43,16 @@ const retryAfter = time.Second
 //     Lease from the API server confirms the expiry);
 //   - an owner of a live shard that is not its member gets kdag.dev/shard-next naming its
 //     member, and its current replica hands it over (controller.Controller's Reconcile);
+//   - an owner being deleted is left to its replica while that replica lives (it tears the owner
+//     down; no hand-over is asked), and relabelled as above when its shard has no live Lease (or
+//     it has no shard), so that a live replica runs its teardown;
 //   - statically sharded owners (a kdag.dev/shard label without a matching
-//     kdag.dev/shard-assigned annotation), child owners (they carry kdag.dev/controller: their
-//     parent's apply sets their shard) and owners being deleted are left alone.
+//     kdag.dev/shard-assigned annotation) are left alone, and so are child owners (they carry
+//     kdag.dev/controller: their parent's apply sets their shard) while the cache holds their
+//     parent and they are not being deleted; an orphaned child (its parent gone) is placed as a
+//     dynamic owner, its label counting as assigned when it has no kdag.dev/shard-assigned
+//     (its parent set it), and so is a child being deleted whose parent is dynamic (no apply of
+//     the parent moves it any more).
 //
 // Every write is a merge patch conditional on the owner's resourceVersion. It is a
 // manager.Runnable for one replica at a time (NeedLeaderElection is true): run the replicas'
@@ -57,8 +65,11 @@ type Assigner struct {
 	writer     client.Client // patches owners
 	reader     client.Reader // reads Leases from the API server
 	gvks       []schema.GroupVersionKind
-	o          options
-	log        logr.Logger
+	// controllers maps each component's name (the kdag.dev/controller label of what it applies)
+	// to its owner type: the kind of a child owner's parent.
+	controllers map[string]schema.GroupVersionKind
+	o           options
+	log         logr.Logger
 }
 
 // NewAssigner returns the Assigner of the owners of components, for mgr's API server, scheme and
@@ -72,6 +83,7 @@ func NewAssigner(mgr ctrl.Manager, components []controller.Component, opts ...Op
 	a := &Assigner{
 		cfg: mgr.GetConfig(), httpClient: mgr.GetHTTPClient(), scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
 		writer: mgr.GetClient(), reader: mgr.GetAPIReader(), o: o, log: logr.Discard(),
+		controllers: map[string]schema.GroupVersionKind{},
 	}
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, comp := range components {
@@ -79,6 +91,7 @@ func NewAssigner(mgr ctrl.Manager, components []controller.Component, opts ...Op
 		if err != nil {
 			return nil, errors.Wrapf(err, "shard: owner type of component %s", comp.Name())
 		}
+		a.controllers[comp.Name()] = gvk
 		if !seen[gvk] {
 			seen[gvk] = true
 			a.gvks = append(a.gvks, gvk)
@@ -174,10 +187,12 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return o
 }
 
-// pass looks at every owner once and moves those not with their member. It returns how soon to
-// look again without an event: when the first live Lease expires, or retryAfter when a move
-// failed.
-func (a *Assigner) pass(ctx context.Context, c cache.Cache) time.Duration {
+// pass looks at every owner once, as c (the assigner's cache) lists them and the member Leases,
+// and moves those not with their member; it deletes the member Leases expired for
+// leaseCollectAfter of their durations (collect). It returns how soon to look again without an
+// event: when the first live Lease expires or the first expired one may be deleted, or
+// retryAfter when a move failed.
+func (a *Assigner) pass(ctx context.Context, c client.Reader) time.Duration {
 	now := a.o.now()
 	next := time.Hour
 	var leases coordinationv1.LeaseList
@@ -189,25 +204,50 @@ func (a *Assigner) pass(ctx context.Context, c cache.Cache) time.Duration {
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		id := ptr.Deref(l.Spec.HolderIdentity, "")
-		if exp := expiry(l); exp.After(now) && l.Name == a.o.leaseName(id) && controller.ValidateShard(id) == nil {
+		if l.Name != a.o.leaseName(id) || controller.ValidateShard(id) != nil || id == "" {
+			continue // not a member's
+		}
+		exp := expiry(l)
+		switch gone := exp.Add(leaseCollectAfter * time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second); {
+		case exp.After(now):
 			live = append(live, id)
 			next = min(next, exp.Sub(now)+10*time.Millisecond)
+		case exp.IsZero() || l.Labels[kdagv1alpha1.LabelShardMember] != a.o.group:
+		case gone.After(now):
+			next = min(next, gone.Sub(now)+10*time.Millisecond)
+		default:
+			a.collect(ctx, l)
 		}
 	}
 	ring := NewRing(live...)
-	confirmed := map[string]bool{} // shard → its Lease is expired on the API server too
+	lists := make([]*metav1.PartialObjectMetadataList, 0, len(a.gvks))
+	byUID := map[types.UID]*metav1.PartialObjectMetadata{} // every owner, for the parent lookup
+	complete := true
 	for _, gvk := range a.gvks {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := c.List(ctx, list); err != nil {
 			a.log.Info("could not list owners", "kind", gvk.Kind, "error", err.Error())
 			next = min(next, retryAfter)
+			complete = false
 			continue
 		}
 		for i := range list.Items {
+			list.Items[i].SetGroupVersionKind(gvk)
+			byUID[list.Items[i].UID] = &list.Items[i]
+		}
+		lists = append(lists, list)
+	}
+	parents := a.parents(byUID, now, &next)
+	if !complete { // a parent may be in a list that failed: no child is taken for an orphan
+		parents = func(metav1.Object) (metav1.Object, bool) { return nil, false }
+	}
+	confirmed := map[string]bool{} // shard → its Lease is expired on the API server too
+	for _, list := range lists {
+		for i := range list.Items {
 			owner := &list.Items[i]
-			owner.SetGroupVersionKind(gvk)
-			mv, ok := decide(owner, ring)
+			gvk := owner.GroupVersionKind()
+			mv, ok := decide(owner, ring, parents)
 			if !ok {
 				continue
 			}
@@ -219,6 +259,56 @@ func (a *Assigner) pass(ctx context.Context, c cache.Cache) time.Duration {
 		}
 	}
 	return next
+}
+
+// parents returns the parentLookup of a pass over owners (every owner the assigner's cache
+// holds, by UID). A child owner's parent is the owner whose UID the child's kdag.dev/owner-uid
+// label names, of the owner type of the component its kdag.dev/controller label names: kdag
+// sets both labels on everything it applies, owner reference or not (a kept child has none). A
+// child whose parent is not in owners is an orphan (its parent was deleted with
+// --cascade=orphan, or the child was detached) once it is older than the Lease duration; a
+// younger one may be a new child whose parent the cache has not seen yet, so the lookup cannot
+// tell, and lowers *next to when the child is old enough. It cannot tell either when a label is
+// missing or names a controller that is not one of the assigner's components.
+func (a *Assigner) parents(owners map[types.UID]*metav1.PartialObjectMetadata, now time.Time, next *time.Duration) parentLookup {
+	return func(child metav1.Object) (metav1.Object, bool) {
+		lbls := child.GetLabels()
+		kind, ok := a.controllers[lbls[kdagv1alpha1.LabelController]]
+		uid := lbls[kdagv1alpha1.LabelOwnerUID]
+		if !ok || uid == "" {
+			return nil, false
+		}
+		if p, ok := owners[types.UID(uid)]; ok && p.GroupVersionKind() == kind {
+			return p, true
+		}
+		if old := child.GetCreationTimestamp().Add(a.o.leaseDuration); old.After(now) {
+			*next = min(*next, old.Sub(now)+10*time.Millisecond)
+			return nil, false
+		}
+		return nil, true
+	}
+}
+
+// leaseCollectAfter is how many of its own durations a member Lease stays expired before the
+// assigner deletes it: long enough for every decision that reads it (the assigner's confirmation
+// of an expiry reads a missing Lease as expired, too), short enough that the Leases of replaced
+// pods do not pile up.
+const leaseCollectAfter = 3
+
+// collect deletes the member Lease l, expired for leaseCollectAfter of its durations, on the
+// condition that it is still the version the assigner read (a renewal since wins). A refused or
+// failed delete is logged; the next pass tries again.
+func (a *Assigner) collect(ctx context.Context, l *coordinationv1.Lease) {
+	err := a.writer.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		a.log.V(1).Info("left a member Lease that changed or went since the cache read it", "lease", l.Name)
+	case err != nil:
+		a.log.Info("could not delete an expired member Lease", "lease", l.Namespace+"/"+l.Name, "error", err.Error())
+	default:
+		a.log.Info("deleted an expired member Lease", "lease", l.Namespace+"/"+l.Name, "shard", ptr.Deref(l.Spec.HolderIdentity, ""),
+			"renewed", l.Spec.RenewTime.Time)
+	}
 }
 
 // errStillLive says that a Lease that looked expired in the assigner's cache is live on the API
@@ -264,6 +354,9 @@ func (a *Assigner) move(ctx context.Context, owner *metav1.PartialObjectMetadata
 	}
 	owner.Labels, owner.Annotations = lbls, anns
 	err := a.writer.Patch(ctx, owner, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted since: nothing to move (an owner being deleted may go any moment)
+	}
 	if err != nil {
 		return errors.Wrapf(err, "patch %s", mv.kind)
 	}
@@ -294,15 +387,43 @@ type move struct {
 	from, to string
 }
 
-// decide returns what the assigner does with owner given the live members in ring, and false
-// when it leaves the owner as it is (the rules are on Assigner).
-func decide(owner metav1.Object, ring Ring) (move, bool) {
+// parentLookup returns the owner that child's controller owner reference names, as the
+// assigner's cache holds it, and true; nil and true when the cache holds no such owner (the
+// parent is gone, or the child has no controller owner reference); false when it cannot tell.
+type parentLookup func(child metav1.Object) (parent metav1.Object, known bool)
+
+// decide returns what the assigner does with owner given the live members in ring and the
+// owner's parent (parents, for a child owner), and false when it leaves the owner as it is (the
+// rules are on Assigner).
+func decide(owner metav1.Object, ring Ring, parents parentLookup) (move, bool) {
 	lbls, anns := owner.GetLabels(), owner.GetAnnotations()
-	if owner.GetDeletionTimestamp() != nil || lbls[kdagv1alpha1.LabelController] != "" {
-		return move{}, false
-	}
 	current, labelled := lbls[kdagv1alpha1.LabelShard]
 	assigned, dynamic := anns[kdagv1alpha1.AnnotationShardAssigned]
+	deleting := owner.GetDeletionTimestamp() != nil
+	if lbls[kdagv1alpha1.LabelController] != "" {
+		if parents == nil {
+			return move{}, false
+		}
+		parent, known := parents(owner)
+		switch {
+		case !known:
+			return move{}, false
+		case parent == nil:
+			// An orphan: a parent set its label, and none will again; its label is the
+			// assigner's, unless a user changed it after the assigner's last move.
+			if labelled && !dynamic && current != "" {
+				assigned, dynamic = current, true
+			}
+		case !deleting:
+			return move{}, false // its parent's apply sets its shard
+		case !isDynamic(parent):
+			return move{}, false // a static shard: its manager tears the child down
+		case labelled:
+			// Being deleted, with a dynamic parent: no apply of the parent moves it any more,
+			// so the assigner does when its replica is dead, as for the parent itself.
+			assigned, dynamic = current, true
+		}
+	}
 	if labelled && (!dynamic || assigned != current) {
 		return move{}, false // a static shard
 	}
@@ -312,6 +433,8 @@ func decide(owner metav1.Object, ring Ring) (move, bool) {
 	}
 	next, asked := anns[kdagv1alpha1.AnnotationShardNext]
 	switch {
+	case deleting && labelled && ring.Has(current):
+		return move{}, false // its live replica tears it down; a deleting owner is never handed over
 	case !labelled:
 		return move{kind: moveLabel, to: target}, true
 	case current == target:
@@ -321,4 +444,12 @@ func decide(owner metav1.Object, ring Ring) (move, bool) {
 	default:
 		return move{kind: moveLabel, from: current, to: target}, true
 	}
+}
+
+// isDynamic reports whether owner is the assigner's to place: it has no kdag.dev/shard label,
+// or one equal to its kdag.dev/shard-assigned annotation.
+func isDynamic(owner metav1.Object) bool {
+	current, labelled := owner.GetLabels()[kdagv1alpha1.LabelShard]
+	assigned, ok := owner.GetAnnotations()[kdagv1alpha1.AnnotationShardAssigned]
+	return !labelled || ok && assigned == current
 }

@@ -11,6 +11,9 @@
 //     its shard's Lease expired, through a handshake with the current replica
 //     (kdag.dev/shard-next, which pkg/controller's Reconcile honours) when that replica lives.
 //   - Ring is the rendezvous hash that picks an owner's member.
+//   - Unserved, for every manager, static shards and unsharded too (AddUnserved), warns about the
+//     owners whose kdag.dev/shard label names a shard that no live Lease serves: a Warning event
+//     ShardNotServed on each, and the gauge kdag_owners_unserved.
 //
 // A replica otherwise is a static shard: its components are given controller.WithShard(id) and
 // its cache selects its shard (controller.CacheOptions). Usage, in main:

@@ -15,6 +15,9 @@ const (
 	// DefaultLeaseDuration is how long a member Lease stays live after its last renewal, as
 	// controller-runtime's leader election Lease.
 	DefaultLeaseDuration = 15 * time.Second
+	// DefaultLeaderElectionID is the leader election ID of kdag's unsharded manager: the Lease of
+	// static shard NAME is "NAME.<it>" (controller.LeaderElectionID).
+	DefaultLeaderElectionID = "kdag.kdag.dev"
 )
 
 // Option is an optional setting of Add (and NewMember, NewAssigner). Each With… function says
@@ -33,6 +36,7 @@ type options struct {
 	group           string
 	leaseDuration   time.Duration
 	watchNamespaces []string
+	leaderElection  string           // the unsharded manager's leader election ID
 	now             func() time.Time // the clock the assigner judges Leases by
 }
 
@@ -64,9 +68,17 @@ func WithWatchNamespaces(namespaces ...string) Option {
 	return optionFunc(func(o *options) { o.watchNamespaces = append([]string(nil), namespaces...) })
 }
 
+// WithLeaderElectionID sets the leader election ID of the operator's unsharded manager, whose
+// static shards' managers elect on the Leases controller.LeaderElectionID(id, shard) in the
+// namespace of WithNamespace: Unserved reads them to tell which static shards run. Default:
+// DefaultLeaderElectionID.
+func WithLeaderElectionID(id string) Option {
+	return optionFunc(func(o *options) { o.leaderElection = id })
+}
+
 // newOptions applies opts over the defaults and returns an error when the result cannot work.
 func newOptions(opts []Option) (options, error) {
-	o := options{group: DefaultGroup, leaseDuration: DefaultLeaseDuration, now: time.Now}
+	o := options{group: DefaultGroup, leaseDuration: DefaultLeaseDuration, leaderElection: DefaultLeaderElectionID, now: time.Now}
 	for _, opt := range opts {
 		opt.applyTo(&o)
 	}
@@ -75,6 +87,9 @@ func newOptions(opts []Option) (options, error) {
 	}
 	if msgs := validation.IsDNS1123Label(o.group); len(msgs) > 0 {
 		return o, errors.Errorf("shard: group %q is not a DNS-1123 label: %v", o.group, msgs)
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.leaderElection); len(msgs) > 0 {
+		return o, errors.Errorf("shard: leader election ID %q is not a valid Lease name: %v", o.leaderElection, msgs)
 	}
 	if o.leaseDuration < time.Second || o.leaseDuration%time.Second != 0 {
 		return o, errors.Errorf("shard: Lease duration %s is not a whole number of seconds of at least 1s", o.leaseDuration)
