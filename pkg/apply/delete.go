@@ -26,7 +26,7 @@ func (e *Engine) Delete(ctx context.Context, obj client.Object) error {
 }
 
 // Orphan releases obj, which kdag applied for owner, instead of deleting it: it removes kdag's
-// labels and any owner reference to owner, and sets kdag.dev/adopt to owner, so that an owner of
+// labels (the shard label too) and any owner reference to owner, and sets kdag.dev/adopt to owner, so that an owner of
 // the same kind and name created later adopts it again. One merge patch, conditional on obj's
 // resourceVersion (a conflict is for the caller to retry); the object's content is not touched,
 // and the engine forgets it. An object already gone is not an error.
@@ -38,6 +38,9 @@ func (e *Engine) Orphan(ctx context.Context, owner Owner, obj client.Object) err
 	lbls := released.GetLabels()
 	delete(lbls, kdagv1alpha1.LabelController)
 	delete(lbls, kdagv1alpha1.LabelOwnerUID)
+	// Its owner's shard is none of its business any more (a kept child owner would otherwise
+	// stay on that shard for good).
+	delete(lbls, kdagv1alpha1.LabelShard)
 	if lbls[kdagv1alpha1.LabelManagedBy] == "kdag" {
 		delete(lbls, kdagv1alpha1.LabelManagedBy)
 	}
