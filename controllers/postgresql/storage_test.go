@@ -45,15 +45,7 @@ func TestStorageGrowth(t *testing.T) {
 				Provisioner:          "example.com/fake",
 				AllowVolumeExpansion: tc.expandable,
 			}
-			if err := h.Client.Create(ctx, class); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = h.Client.Delete(context.Background(), class) })
-
-			pg := defaulted(func(pg *giteav1alpha1.PostgreSQL) {
-				pg.Namespace, pg.UID = "", ""
-				pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
-			})
+			pg := onClass(t, h, class)
 			h.Create(pg)
 			claim := controllertest.Named[corev1.PersistentVolumeClaim](DataClaimName(pg.Name))
 			sts := controllertest.Named[appsv1.StatefulSet](pg.Name)
@@ -189,14 +181,7 @@ func TestStorageGrowth_PendingClaimWaitsThenGrows(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "pending-" + h.Namespace}, Provisioner: "example.com/fake",
 		AllowVolumeExpansion: ptr.To(true), VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}
-	if err := h.Client.Create(ctx, class); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), class) })
-	pg := defaulted(func(pg *giteav1alpha1.PostgreSQL) {
-		pg.Namespace, pg.UID = "", ""
-		pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
-	})
+	pg := onClass(t, h, class)
 	h.Create(pg)
 	claim := controllertest.Named[corev1.PersistentVolumeClaim](DataClaimName(pg.Name))
 	sts := controllertest.Named[appsv1.StatefulSet](pg.Name)
@@ -242,4 +227,18 @@ func TestStorageGrowth_PendingClaimWaitsThenGrows(t *testing.T) {
 	if got := claim.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("20Gi")) != 0 {
 		t.Errorf("claim requests %s once bound, want 20Gi", got.String())
 	}
+}
+
+// onClass creates class for the test (deleted when the test ends) and returns the defaulted
+// sample PostgreSQL with its storage on it, not created yet.
+func onClass(t *testing.T, h *controllertest.Harness, class *storagev1.StorageClass) *giteav1alpha1.PostgreSQL {
+	t.Helper()
+	if err := h.Client.Create(t.Context(), class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Client.Delete(context.Background(), class) })
+	return defaulted(func(pg *giteav1alpha1.PostgreSQL) {
+		pg.Namespace, pg.UID = "", ""
+		pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
+	})
 }

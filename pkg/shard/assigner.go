@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -107,57 +105,15 @@ func (a *Assigner) NeedLeaderElection() bool { return true }
 // cache cannot be set up or stops on its own.
 func (a *Assigner) Start(ctx context.Context) error {
 	a.log = logr.FromContextOrDiscard(ctx).WithName("shard-assigner")
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	c, err := a.newCache()
 	if err != nil {
 		return err
-	}
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
 	}
 	objs := []client.Object{&coordinationv1.Lease{}}
 	for _, gvk := range a.gvks {
 		objs = append(objs, metadataOf(gvk))
 	}
-	for _, obj := range objs {
-		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return errors.Wrapf(err, "shard: watch %T", obj)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return errors.Wrapf(err, "shard: watch %T", obj)
-		}
-	}
-	var wg sync.WaitGroup
-	stopped := make(chan error, 1)
-	wg.Go(func() { stopped <- c.Start(ctx) })
-	defer wg.Wait() // after cancel, which runs first
-	if !c.WaitForCacheSync(ctx) {
-		return nil // ctx is done
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-stopped:
-			return errors.Wrap(err, "shard: the assigner's cache stopped")
-		case <-wake:
-		case <-timer.C:
-		}
-		timer.Reset(a.pass(ctx, c))
-	}
+	return passLoop(ctx, c, objs, "assigner", 0, a.pass)
 }
 
 // newCache returns the assigner's cache: the member Leases of its group in its namespace, and

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -148,8 +146,6 @@ func (u *Unserved) NeedLeaderElection() bool { return true }
 // its cache cannot be set up or stops on its own.
 func (u *Unserved) Start(ctx context.Context) error {
 	u.log = logr.FromContextOrDiscard(ctx).WithName("shard-unserved")
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var namespaces map[string]cache.Config
 	if len(u.o.watchNamespaces) > 0 {
 		namespaces = map[string]cache.Config{}
@@ -161,52 +157,11 @@ func (u *Unserved) Start(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "shard: the cache of the check of unserved shards")
 	}
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
-	}
+	objs := make([]client.Object, 0, len(u.gvks))
 	for _, gvk := range u.gvks {
-		inf, err := c.GetInformer(ctx, metadataOf(gvk), cache.BlockUntilSynced(false))
-		if err != nil {
-			return errors.Wrapf(err, "shard: watch %s", gvk.Kind)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return errors.Wrapf(err, "shard: watch %s", gvk.Kind)
-		}
+		objs = append(objs, metadataOf(gvk))
 	}
-	var wg sync.WaitGroup
-	stopped := make(chan error, 1)
-	wg.Go(func() { stopped <- c.Start(ctx) })
-	defer wg.Wait() // after cancel, which runs first
-	if !c.WaitForCacheSync(ctx) {
-		return nil // ctx is done
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-stopped:
-			return errors.Wrap(err, "shard: the cache of the check of unserved shards stopped")
-		case <-wake:
-		case <-timer.C:
-		}
-		timer.Reset(u.pass(ctx, c))
-		select { // events that come now are looked at after the gap, in one look
-		case <-ctx.Done():
-			return nil
-		case <-time.After(u.minGap):
-		}
-	}
+	return passLoop(ctx, c, objs, "check of unserved shards", u.minGap, u.pass)
 }
 
 // pass looks at every owner once, as c (Unserved's cache) lists them, against the shards the
