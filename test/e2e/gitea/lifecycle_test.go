@@ -210,7 +210,14 @@ func TestLifecycle_PendingDatabaseClaimGrowsOnceBound(t *testing.T) {
 		}
 		return ""
 	})
-	oldSTS := get(t, ns, stsName, &appsv1.StatefulSet{})
+	// The claim comes first, its StatefulSet after it.
+	oldSTS := &appsv1.StatefulSet{}
+	poll.Until(t, "the StatefulSet exists", readyTimeout, func(ctx context.Context) string {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: stsName}, oldSTS); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 
 	if b, err := local.Kubectl(ctx, "-n", ns, "patch", "gitea", "demo", "--type", "merge",
 		"-p", `{"spec":{"database":{"managed":{"storage":{"size":"20Gi"}}}}}`); err != nil {
