@@ -60,9 +60,13 @@ func (m CrashMode) point(n int) string {
 // that drives their owners, and which crash points to explore.
 type Crashes struct {
 	// Components run in every manager the explorer starts. Every manager has its own cache and
-	// queue, but the components are the same values: a ResourceManager must keep no memory
-	// between reconciles, or that memory survives the "crash".
+	// queue, but the components are the same values: memory a ResourceManager keeps between
+	// reconciles survives the "crash"; NewComponents does not let it.
 	Components []controller.Component
+	// NewComponents, when set, makes the components of each manager instead, as a restarted
+	// process would: a ResourceManager's memory (a cache, generated values) starts empty in the
+	// fresh manager. Components may then be nil.
+	NewComponents func() []controller.Component
 	// Setup, when set, runs first, with no crash point armed: it brings the namespace where the
 	// scenario starts (an owner deployed and Ready, for a scenario that upgrades it). The
 	// manager's writes during Setup are not crash points.
@@ -160,24 +164,30 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 	}
 	x := explorer{api: api, c: c}
 	var base *crashRun
-	if !t.Run("clean run", func(t *testing.T) { base = x.run(t, 0) }) || base == nil {
+	if !t.Run("clean run", func(t *testing.T) {
+		base = x.run(t, 0)
+		if len(base.problems) > 0 {
+			c.fail(t, CrashFailure{Problems: base.problems})
+		}
+	}) || base == nil {
 		t.Fatal("controllertest: the clean run failed: no crash point explored")
 	}
 	report := CrashReport{Writes: base.writes}
 	for _, n := range crashPoints(base.writes, c.Stride, c.Points) {
 		var run *crashRun
+		var problems []string
 		ok := t.Run(c.Mode.point(n), func(t *testing.T) {
 			run = x.run(t, n)
-			if problems := compareStats(base.stats, run.stats, c.AllowRecreated); len(problems) > 0 {
+			problems = append(run.problems, compareStats(base.stats, run.stats, c.AllowRecreated)...)
+			if len(problems) > 0 {
 				c.fail(t, CrashFailure{Point: n, Mode: c.Mode, Request: run.request, Problems: problems})
-				run.failed = true
 			}
 		})
 		report.Explored++
 		if run != nil && !run.reached {
 			report.NotReached++
 		}
-		if !ok || run == nil || run.failed {
+		if !ok || len(problems) > 0 {
 			report.Failed++
 		}
 	}
@@ -224,8 +234,8 @@ type crashRun struct {
 	request string
 	// stats sums up the history of the namespace's objects.
 	stats map[string]objectStats
-	// failed says a broken invariant was reported.
-	failed bool
+	// problems are the broken invariants that need no clean run to compare with, sorted.
+	problems []string
 }
 
 // explorer runs the scenario of c on api.
@@ -235,10 +245,15 @@ type explorer struct {
 }
 
 // run runs the scenario once in a new namespace with the crash point n (0: none, the clean run)
-// and checks the invariants that need no clean run; it reports what broke with c.fail.
+// and checks the invariants that need no clean run.
 func (x explorer) run(t *testing.T, n int) *crashRun {
 	c := x.c
-	h := newHarness(t, x.api, c.Components)
+	components := c.Components
+	if c.NewComponents != nil {
+		components = c.NewComponents()
+	}
+	h := newHarness(t, x.api, components)
+	h.fresh = c.NewComponents
 	hist, err := h.record()
 	if err != nil {
 		t.Fatalf("controllertest: record the history of %s: %v", h.Namespace, err)
@@ -303,11 +318,8 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	case n > 0:
 		t.Logf("controllertest: %s: %s", c.Mode.point(n), run.request)
 	}
-	if len(problems) > 0 {
-		slices.Sort(problems)
-		c.fail(t, CrashFailure{Point: n, Mode: c.Mode, Request: run.request, Problems: problems})
-		run.failed = true
-	}
+	slices.Sort(problems)
+	run.problems = problems
 	return run
 }
 

@@ -57,7 +57,10 @@ type Harness struct {
 	scheme     *runtime.Scheme
 	config     *rest.Config
 	components []controller.Component
-	requests   *requests.Recorder
+	// fresh, when set, makes each manager's components (a restarted process's); components are
+	// then the first ones, for the kinds and names only.
+	fresh    func() []controller.Component
+	requests *requests.Recorder
 
 	mu      sync.Mutex
 	deleted map[types.UID]bool // objects deleted with Delete
@@ -108,7 +111,8 @@ func (m *managerRun) stop() error {
 	return m.err
 }
 
-// startManager starts a manager for the harness's components, its requests recorded (Writes)
+// startManager starts a manager for the harness's components (new ones from fresh, when set),
+// its requests recorded (Writes)
 // and then passed through wraps (outermost last), and returns once its cache has synced. ctx
 // bounds the start-up RBAC check and the wait for the cache, not the manager, which runs until
 // stop. It returns an error when the manager cannot be made, the components cannot be set up, or
@@ -119,7 +123,11 @@ func (h *Harness) startManager(ctx context.Context, wraps ...func(http.RoundTrip
 	for _, w := range wraps {
 		cfg.Wrap(w)
 	}
-	cacheOpts := controller.CacheOptions(h.scheme, h.components...)
+	components := h.components
+	if h.fresh != nil {
+		components = h.fresh()
+	}
+	cacheOpts := controller.CacheOptions(h.scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:         h.scheme,
@@ -137,7 +145,7 @@ func (h *Harness) startManager(ctx context.Context, wraps ...func(http.RoundTrip
 	if err != nil {
 		return nil, errors.Wrap(err, "metrics")
 	}
-	if err := controller.Setup(ctx, mgr, h.components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
+	if err := controller.Setup(ctx, mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
 		return nil, errors.Wrapf(err, "set up components in namespace %s", h.Namespace)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -259,6 +267,9 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 // it into obj, and fails t after Timeout.
 func (h *Harness) WaitExists(obj client.Object) {
 	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
 	h.Eventually(h.describe(obj)+" exists", func(context.Context) (bool, error) { return h.Get(obj), nil })
 }
 
@@ -313,6 +324,9 @@ func (h *Harness) deletedByTest(uid types.UID) bool {
 // its finalizers, kdag's among them, released. It fails t after Timeout.
 func (h *Harness) WaitGone(obj client.Object) {
 	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
 	h.Eventually(h.describe(obj)+" is gone", func(context.Context) (bool, error) {
 		return !h.Get(obj.DeepCopyObject().(client.Object)), nil
 	})
