@@ -20,10 +20,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
@@ -46,6 +48,8 @@ var api = func() *controllertest.APIServer {
 func TestMain(m *testing.M) {
 	// Goroutines that exist before the API server starts are not the tests'.
 	before := goleak.IgnoreCurrent()
+	// The managers' logs are not the tests' output; without a logger, controller-runtime warns.
+	ctrl.SetLogger(logr.Discard())
 	api.Main(m)
 	// Every manager is stopped and the API server is gone: nothing may still run.
 	if err := goleak.Find(before); err != nil {
