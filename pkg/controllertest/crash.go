@@ -154,8 +154,9 @@ type CrashReport struct {
 //     kdag.dev/keep: "true") deleted other than by the scenario (Harness.Delete).
 //
 // A broken invariant fails the subtest with the crash point and its write ("after write 17:
-// PATCH /api/v1/namespaces/x/secrets/y"), or goes to c.Report. A clean run that fails stops the
-// exploration (t.Fatal). It returns the counts, which it also logs.
+// PATCH /api/v1/namespaces/x/secrets/y"), or goes to c.Report. A clean run that fails (its
+// scenario, or an invariant when c.Report is nil) stops the exploration (t.Fatal). It returns the
+// counts, which it also logs.
 func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 	t.Helper()
 	start := time.Now()
@@ -289,18 +290,23 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	}
 	problems = append(problems, sup.stop()...)
 	run := &crashRun{writes: sw.count(), reached: sw.reached(), request: sw.request()}
+	panics := sup.panics()
 	if settled == "" {
-		writes, panics, err := h.settlePass(t.Context(), cmp(c.Quiet, 500*time.Millisecond))
+		quiet := c.Quiet
+		if quiet <= 0 {
+			quiet = 500 * time.Millisecond
+		}
+		writes, settlePanics, err := h.settlePass(t.Context(), quiet)
 		switch {
 		case err != nil:
 			problems = append(problems, "settle pass: "+err.Error())
 		case len(writes) > 0:
 			problems = append(problems, fmt.Sprintf("not settled: a fresh manager's pass over the Ready owners wrote %s", strings.Join(writes, ", ")))
 		}
-		panics += sup.panics()
-		if panics > 0 {
-			problems = append(problems, fmt.Sprintf("%v graph nodes panicked (kdag_node_panics_total)", panics))
-		}
+		panics += settlePanics
+	}
+	if panics > 0 {
+		problems = append(problems, fmt.Sprintf("%v graph nodes panicked (kdag_node_panics_total)", panics))
 	}
 	stopHistory()
 	stats, gaps := hist.stats()
@@ -321,13 +327,6 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	slices.Sort(problems)
 	run.problems = problems
 	return run
-}
-
-func cmp(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // crashSwitch is the transport of the first manager of a run: it counts the manager's writes
@@ -463,15 +462,13 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // supervisor runs the managers of one run: the first, through a crashSwitch, and, once the switch
 // killed it, a fresh one.
 type supervisor struct {
-	h      *Harness
 	first  *managerRun
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 
 	mu       sync.Mutex
-	current  *managerRun
-	all      []*managerRun
+	all      []*managerRun // the first, then the fresh one
 	crashed  bool
 	startErr error
 }
@@ -488,7 +485,7 @@ func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) 
 	sw.kill = first.cancel
 	sw.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{h: h, first: first, cancel: cancel, done: make(chan struct{}), current: first, all: []*managerRun{first}}
+	s := &supervisor{first: first, cancel: cancel, done: make(chan struct{}), all: []*managerRun{first}}
 	go func() {
 		defer close(s.done)
 		select {
@@ -509,7 +506,6 @@ func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) 
 			}
 			return
 		}
-		s.current = next
 		s.all = append(s.all, next)
 	}()
 	t.Cleanup(func() { s.stop() })
@@ -627,7 +623,7 @@ func (h *Harness) waitOwnersSettled() string {
 // settlePass starts a fresh manager, waits until it has run the graph of every owner of each
 // component (kdag_graph_run_duration_seconds) and then for quiet, stops it, and returns its writes
 // ("VERB resource/name", refused ones too) and its nodes' panics. It returns an error when the
-// manager does not start or does not reconcile every owner within Timeout.
+// manager does not start, does not reconcile every owner within Timeout, or fails.
 func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string, float64, error) {
 	all, err := h.owners(ctx)
 	if err != nil {
@@ -638,7 +634,12 @@ func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string
 	if err != nil {
 		return nil, 0, err
 	}
-	defer func() { _ = m.stop() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = m.stop()
+		}
+	}()
 	var behind string
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, Timeout, true, func(context.Context) (bool, error) {
 		behind = ""
@@ -654,6 +655,10 @@ func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string
 		return nil, 0, errors.Errorf("the fresh manager did not reconcile every owner within %s: %s", Timeout, behind)
 	}
 	time.Sleep(quiet)
+	stopped = true
+	if err := m.stop(); err != nil {
+		return nil, 0, errors.Wrap(err, "the settle pass's manager")
+	}
 	var writes []string
 	for _, r := range h.requests.Requests() {
 		if line, ok := writeLine(r.Method, r.Path); ok {
