@@ -45,7 +45,7 @@ const (
 	ConflictAtWrite
 )
 
-// String names the crash point n in this mode: "after write 17".
+// point names the crash point n in this mode: "after write 17".
 func (m CrashMode) point(n int) string {
 	switch m {
 	case CrashBeforeWrite:
