@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -181,4 +186,64 @@ func TestGitea_DeletedAndCreatedAgainKeepsItsData(t *testing.T) {
 				}
 			}
 		}))
+}
+
+// TestPostgreSQL_StorageGrows (issue 30, beyond part 2's first scenarios): a running database's
+// spec.storage.size grows on a StorageClass that allows volume expansion: kdag raises the claim's
+// request and re-creates the StatefulSet (controller.Recreate, propagation Orphan), the operator
+// killed at each of its writes in turn. The StatefulSet is re-created once, as in the clean run:
+// a crash between its deletion and its creation must not make it twice.
+func TestPostgreSQL_StorageGrows(t *testing.T) {
+	c := crashes(t, 1,
+		func(t *testing.T, h *controllertest.Harness) {
+			class := &storagev1.StorageClass{
+				ObjectMeta:           metav1.ObjectMeta{Name: "growth-" + h.Namespace},
+				Provisioner:          "example.com/fake",
+				AllowVolumeExpansion: ptr.To(true),
+			}
+			h.Create(class)
+			t.Cleanup(func() { _ = h.Client.Delete(context.Background(), class) })
+			pg := &giteav1alpha1.PostgreSQL{ObjectMeta: metav1.ObjectMeta{Name: "db"}}
+			pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
+			h.Create(pg)
+			h.MarkReady(controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DataClaimName("db")))
+			h.MarkReady(controllertest.Named[appsv1.StatefulSet]("db"))
+			h.WaitReady(pg)
+		},
+		func(t *testing.T, h *controllertest.Harness) {
+			sts := controllertest.Named[appsv1.StatefulSet]("db")
+			h.Get(sts)
+			old := sts.UID
+			pg := controllertest.Named[giteav1alpha1.PostgreSQL]("db")
+			want := resource.MustParse("20Gi")
+			h.Update(pg, func() { pg.Spec.Storage.Size = want })
+			// The garbage collector's part of the orphan deletion: it releases the pods, then the
+			// StatefulSet.
+			h.Eventually("the StatefulSet is created again", func(ctx context.Context) (bool, error) {
+				cur := &appsv1.StatefulSet{}
+				if err := h.Client.Get(ctx, client.ObjectKeyFromObject(sts), cur); err != nil {
+					return false, client.IgnoreNotFound(err)
+				}
+				if cur.DeletionTimestamp != nil {
+					cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
+					return false, client.IgnoreNotFound(h.Client.Update(ctx, cur))
+				}
+				return cur.UID != old, nil
+			})
+			h.MarkReady(sts)
+			h.WaitReady(pg)
+			claim := controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DataClaimName("db"))
+			h.Get(claim)
+			h.Get(sts)
+			if got := claim.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(want) != 0 {
+				t.Errorf("claim requests %s, want %s", got.String(), want.String())
+			}
+			if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(want) != 0 {
+				t.Errorf("StatefulSet claim template requests %s, want %s", got.String(), want.String())
+			}
+		})
+	c.NewComponents = func() []controller.Component {
+		return []controller.Component{controller.For("postgresql", postgresql.ResourceManager{})}
+	}
+	controllertest.ExploreCrashes(t, api, c)
 }
