@@ -6,7 +6,10 @@
 //     component regenerates a password that a crash left half written, and names the crash point.
 //   - TestGitea_* (gitea_test.go): the reference operator's first deploy of the sample, a version
 //     upgrade with its migration Job, and a Gitea deleted with storage deletionPolicy Retain and
-//     created again under the same name, each at every crash point.
+//     created again under the same name, each at every crash point (every second one for the
+//     deletion; strides double under -race; KDAG_CRASH_STRIDE=1 explores every one).
+//   - TestPostgreSQL_StorageGrows (gitea_test.go): a database's volume grows, its StatefulSet
+//     re-created (controller.Recreate), at every crash point.
 //
 // envtest only (no local cluster): a real kube-apiserver and etcd, no controllers, so the
 // scenarios mark workloads ready themselves (Harness.MarkReady) and collect garbage themselves
