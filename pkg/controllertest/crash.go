@@ -288,8 +288,9 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	if settled != "" {
 		problems = append(problems, settled)
 	}
-	problems = append(problems, sup.stop()...)
+	sw.disarm()
 	run := &crashRun{writes: sw.count(), reached: sw.reached(), request: sw.request()}
+	problems = append(problems, sup.stop()...)
 	panics := sup.panics()
 	if settled == "" {
 		quiet := c.Quiet
@@ -350,6 +351,13 @@ func (s *crashSwitch) arm(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.armed, s.point, s.writes = true, n, 0
+}
+
+// disarm stops counting: no crash from now on.
+func (s *crashSwitch) disarm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed = false
 }
 
 // count returns the writes counted since arm.
@@ -463,6 +471,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // killed it, a fresh one.
 type supervisor struct {
 	first  *managerRun
+	killed <-chan struct{} // the crash switch's
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
@@ -485,7 +494,7 @@ func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) 
 	sw.kill = first.cancel
 	sw.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{first: first, cancel: cancel, done: make(chan struct{}), all: []*managerRun{first}}
+	s := &supervisor{first: first, killed: sw.killed, cancel: cancel, done: make(chan struct{}), all: []*managerRun{first}}
 	go func() {
 		defer close(s.done)
 		select {
@@ -497,7 +506,12 @@ func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) 
 		s.mu.Lock()
 		s.crashed = true
 		s.mu.Unlock()
-		next, err := h.startManager(ctx)
+		if ctx.Err() != nil {
+			return // stopped meanwhile: a manager set up and never started would leak goroutines
+		}
+		startCtx, cancelStart := context.WithTimeout(ctx, Timeout)
+		defer cancelStart()
+		next, err := h.startManager(startCtx)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
@@ -513,12 +527,19 @@ func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) 
 }
 
 // stop stops restarting and the running manager, and returns the problems: a manager that did not
-// start after the crash, or the error of a manager that was not killed.
+// start after the crash, or the error of a manager that was not killed. After a crash it first
+// lets the fresh manager finish its start (within Timeout): controller-runtime leaks a goroutine
+// per event handler of a manager stopped before its cache synced.
 func (s *supervisor) stop() []string {
 	var problems []string
 	s.once.Do(func() {
-		s.cancel()
+		select {
+		case <-s.killed:
+		default:
+			s.cancel()
+		}
 		<-s.done
+		s.cancel()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.startErr != nil {
