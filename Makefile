@@ -157,6 +157,11 @@ test-envtest-oldest: tools-cluster tools-apiserver-oldest ## Run the envtest sui
 	@$(call say,go test on kube-apiserver $(KUBE_OLDEST_VERSION): $(ENVTEST_PKGS))
 	KUBEBUILDER_ASSETS=$(CLUSTER_OLDEST_BIN) go test $(GO_TEST_FLAGS) $(ENVTEST_PKGS)
 
+.PHONY: test-crash
+test-crash: tools-cluster ## Kill the reference operator at each of its writes in turn (test/crash: first deploy, upgrade, deletion with retained data; KDAG_CRASH_STRIDE=1 for every crash point), with -race.
+	@$(call say,go test $(GO_TEST_FLAGS) ./test/crash/...)
+	go test $(GO_TEST_FLAGS) ./test/crash/...
+
 .PHONY: test-reliability
 test-reliability: tools-cluster ## Run the reliability suite (API faults, restart, leader election, bad input, conflicts, secret leaks) with -race.
 	@$(call say,go test $(GO_TEST_FLAGS) ./test/reliability/...)

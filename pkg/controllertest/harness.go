@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -33,7 +36,6 @@ import (
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
-	"github.com/kdag-dev/kdag/pkg/testing/running"
 )
 
 // Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
@@ -42,7 +44,8 @@ const Timeout = 30 * time.Second
 // Harness runs components under a real controller-runtime manager against an APIServer, in a
 // namespace of their own, as the operator's main would: cached reads scoped to the namespace and
 // to kdag's objects (controller.CacheOptions), the start-up RBAC check, watches, events. envtest
-// runs no built-in controllers, so a test marks workloads ready itself (MarkReady).
+// runs no built-in controllers, so a test marks workloads ready itself (MarkReady) and collects
+// garbage itself (CollectGarbage).
 type Harness struct {
 	// Namespace is the harness's namespace, deleted when the test ends; Create puts objects
 	// without a namespace there.
@@ -50,9 +53,17 @@ type Harness struct {
 	// Client reads and writes the API server directly (no cache), as a cluster admin.
 	Client client.Client
 
-	t        testing.TB
-	scheme   *runtime.Scheme
+	t          testing.TB
+	scheme     *runtime.Scheme
+	config     *rest.Config
+	components []controller.Component
+	// fresh, when set, makes each manager's components (a restarted process's); components are
+	// then the first ones, for the kinds and names only.
+	fresh    func() []controller.Component
 	requests *requests.Recorder
+
+	mu      sync.Mutex
+	deleted map[types.UID]bool // objects deleted with Delete
 }
 
 // Start starts a manager running components (controller.For) in a new namespace of api and
@@ -60,14 +71,66 @@ type Harness struct {
 // fails t. Each harness records its own metrics, so tests do not share counters.
 func Start(t testing.TB, api *APIServer, components ...controller.Component) *Harness {
 	t.Helper()
+	h := newHarness(t, api, components)
+	m, err := h.startManager(t.Context())
+	if err != nil {
+		t.Fatalf("controllertest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.stop(); err != nil {
+			t.Errorf("controllertest: manager: %v", err)
+		}
+	})
+	return h
+}
+
+// newHarness returns a harness for components in a new namespace of api, with no manager yet.
+func newHarness(t testing.TB, api *APIServer, components []controller.Component) *Harness {
+	t.Helper()
 	env := api.Env(t)
-	h := &Harness{Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, requests: &requests.Recorder{}}
-	cfg := rest.CopyConfig(env.Config)
+	return &Harness{
+		Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, config: env.Config,
+		components: components, requests: &requests.Recorder{}, deleted: map[types.UID]bool{},
+	}
+}
+
+// managerRun is one manager of a harness, started by startManager.
+type managerRun struct {
+	// registry holds the manager's kdag metrics.
+	registry *prometheus.Registry
+	cancel   context.CancelFunc
+	done     chan struct{}
+	err      error // Start's, once done is closed
+}
+
+// stop cancels the manager, waits until Start has returned and returns its error. It is safe to
+// call more than once.
+func (m *managerRun) stop() error {
+	m.cancel()
+	<-m.done
+	return m.err
+}
+
+// startManager starts a manager for the harness's components (new ones from fresh, when set),
+// its requests recorded (Writes)
+// and then passed through wraps (outermost last), and returns once its cache has synced. ctx
+// bounds the start-up RBAC check and the wait for the cache, not the manager, which runs until
+// stop. It returns an error when the manager cannot be made, the components cannot be set up, or
+// the cache does not sync; the manager is stopped then.
+func (h *Harness) startManager(ctx context.Context, wraps ...func(http.RoundTripper) http.RoundTripper) (*managerRun, error) {
+	cfg := rest.CopyConfig(h.config)
 	cfg.Wrap(h.requests.Wrap)
-	cacheOpts := controller.CacheOptions(env.Scheme, components...)
+	for _, w := range wraps {
+		cfg.Wrap(w)
+	}
+	components := h.components
+	if h.fresh != nil {
+		components = h.fresh()
+	}
+	cacheOpts := controller.CacheOptions(h.scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:         env.Scheme,
+		Scheme:         h.scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		Cache:          cacheOpts,
 		MapperProvider: controller.MapperProvider,
@@ -75,20 +138,27 @@ func Start(t testing.TB, api *APIServer, components ...controller.Component) *Ha
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		t.Fatalf("controllertest: new manager: %v", err)
+		return nil, errors.Wrapf(err, "new manager for namespace %s", h.Namespace)
 	}
-	m, err := metrics.New(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
 	if err != nil {
-		t.Fatalf("controllertest: metrics: %v", err)
+		return nil, errors.Wrap(err, "metrics")
 	}
-	if err := controller.Setup(t.Context(), mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
-		t.Fatalf("controllertest: set up components: %v", err)
+	if err := controller.Setup(ctx, mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
+		return nil, errors.Wrapf(err, "set up components in namespace %s", h.Namespace)
 	}
-	running.Manager(t, mgr)
-	if !mgr.GetCache().WaitForCacheSync(t.Context()) {
-		t.Fatal("controllertest: the manager's cache did not sync")
+	runCtx, cancel := context.WithCancel(context.Background())
+	run := &managerRun{registry: reg, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(run.done)
+		run.err = mgr.Start(runCtx)
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		err := run.stop()
+		return nil, errors.Errorf("the cache of the manager for namespace %s did not sync (start: %v)", h.Namespace, err)
 	}
-	return h
+	return run, nil
 }
 
 // Named returns a new *T named name, with no namespace (the harness's), to select an object by
@@ -197,7 +267,69 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 // it into obj, and fails t after Timeout.
 func (h *Harness) WaitExists(obj client.Object) {
 	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
 	h.Eventually(h.describe(obj)+" exists", func(context.Context) (bool, error) { return h.Get(obj), nil })
+}
+
+// Update reads obj (selected by name, and namespace or the harness's) from the API server, calls
+// change, which edits obj, and writes obj back, again from a fresh read when another writer
+// changed it meanwhile (a conflict); obj holds what the API server stored. Any other error fails t.
+//
+//	h.Update(site, func() { site.Spec.Replicas = ptr.To[int32](2) })
+func (h *Harness) Update(obj client.Object, change func()) {
+	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return h.Client.Update(context.Background(), obj)
+	})
+	if err != nil {
+		h.t.Fatalf("controllertest: update %s: %v", h.describe(obj), err)
+	}
+}
+
+// Delete deletes obj (selected by name, and namespace or the harness's) with background
+// propagation and returns at once: finalizers may hold it (WaitGone). An object already gone is
+// no error; any other error fails t. The crash explorer (ExploreCrashes) counts an object deleted
+// this way as the scenario's deletion, never as one a manager made.
+func (h *Harness) Delete(obj client.Object) {
+	h.t.Helper()
+	if !h.Get(obj) {
+		return
+	}
+	h.mu.Lock()
+	h.deleted[obj.GetUID()] = true
+	h.mu.Unlock()
+	err := h.Client.Delete(context.Background(), obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		h.t.Fatalf("controllertest: delete %s: %v", h.describe(obj), err)
+	}
+}
+
+// deletedByTest reports whether the object of uid was deleted with Delete.
+func (h *Harness) deletedByTest(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deleted[uid]
+}
+
+// WaitGone waits until obj (selected by name, and namespace or the harness's) does not exist:
+// its finalizers, kdag's among them, released. It fails t after Timeout.
+func (h *Harness) WaitGone(obj client.Object) {
+	h.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(h.Namespace)
+	}
+	h.Eventually(h.describe(obj)+" is gone", func(context.Context) (bool, error) {
+		return !h.Get(obj.DeepCopyObject().(client.Object)), nil
+	})
 }
 
 // MarkReady waits until obj (a Deployment, StatefulSet, Job or PersistentVolumeClaim, selected
