@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // objectStats is what a run did to the objects of one name ("Kind/name") in its namespace, as
@@ -103,7 +104,7 @@ func (hs *history) observe(obj *unstructured.Unstructured, deleted bool) {
 		oh.stats.Data = len(oh.data)
 	}
 	oh.stats.Generation = max(oh.stats.Generation, obj.GetGeneration())
-	if obj.GetKind() == "Job" && jobComplete(obj) {
+	if obj.GetKind() == "Job" && resources.JobComplete(obj) {
 		oh.completed = true
 	}
 	if (deleted || obj.GetDeletionTimestamp() != nil) && !uh.deleted {
@@ -121,18 +122,6 @@ func dataHash(data any) string {
 		return fmt.Sprintf("unhashable: %v", err)
 	}
 	return fmt.Sprintf("%x", sha256.Sum256(b))
-}
-
-// jobComplete reports whether the Job u has condition Complete=True.
-func jobComplete(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == "Complete" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // stats returns a copy of the sums per name, and the errors of the watches (a gap in the history).

@@ -63,7 +63,7 @@ func Ready(u *unstructured.Unstructured) (Readiness, error) {
 	}
 	r := Readiness{Status: string(res.Status), Message: res.Message}
 	switch {
-	case r.Status == StatusCurrent && isJob(u) && !jobComplete(u):
+	case r.Status == StatusCurrent && isJob(u) && !JobComplete(u):
 		r.Status, r.Message = StatusInProgress, "Job not complete: "+res.Message
 	case r.Status == StatusInProgress && isClaim(u):
 		switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
@@ -111,7 +111,8 @@ func isClaim(u *unstructured.Unstructured) bool {
 	return gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim"
 }
 
-func jobComplete(u *unstructured.Unstructured) bool {
+// JobComplete reports whether u, a Job, has the condition Complete=True (it ran to completion).
+func JobComplete(u *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
