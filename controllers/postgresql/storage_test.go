@@ -12,6 +12,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,24 +85,7 @@ func TestStorageGrowth(t *testing.T) {
 				return
 			}
 
-			// The garbage collector's part of the orphan deletion: release the pods, then the
-			// StatefulSet.
-			h.Eventually("the StatefulSet is re-created", func(ctx context.Context) (bool, error) {
-				cur := &appsv1.StatefulSet{}
-				if err := h.Client.Get(ctx, client.ObjectKeyFromObject(sts), cur); client.IgnoreNotFound(err) != nil {
-					return false, err
-				} else if err != nil {
-					return false, nil
-				}
-				if cur.DeletionTimestamp != nil {
-					if !slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents) {
-						t.Errorf("StatefulSet deleted with finalizers %v, want %s: propagation Orphan keeps the pod", cur.Finalizers, metav1.FinalizerOrphanDependents)
-					}
-					cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
-					return false, client.IgnoreNotFound(h.Client.Update(ctx, cur))
-				}
-				return cur.UID != oldUID, nil
-			})
+			waitRecreatedWithOrphan(t, h, sts, oldUID)
 			h.MarkReady(sts)
 			h.WaitReady(pg)
 			h.Get(claim)
@@ -194,19 +178,7 @@ func TestStorageGrowth_PendingClaimWaitsThenGrows(t *testing.T) {
 	if err := h.Client.Patch(ctx, pg, patch); err != nil {
 		t.Fatal(err)
 	}
-	h.Eventually("the StatefulSet is re-created with the new claim template", func(ctx context.Context) (bool, error) {
-		cur := &appsv1.StatefulSet{}
-		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(sts), cur); client.IgnoreNotFound(err) != nil {
-			return false, err
-		} else if err != nil {
-			return false, nil
-		}
-		if cur.DeletionTimestamp != nil { // the garbage collector's part of the orphan deletion
-			cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
-			return false, client.IgnoreNotFound(h.Client.Update(ctx, cur))
-		}
-		return cur.UID != oldUID, nil
-	})
+	waitRecreatedWithOrphan(t, h, sts, oldUID)
 	ready := h.WaitCondition(pg, kdagv1alpha1.ConditionReady, metav1.ConditionFalse)
 	if !strings.Contains(ready.Message, claim.Name) || !strings.Contains(ready.Message, "once it is bound") {
 		t.Errorf("Ready=False: %q, want it to name the claim growing once bound", ready.Message)
@@ -240,5 +212,28 @@ func onClass(t *testing.T, h *controllertest.Harness, class *storagev1.StorageCl
 	return defaulted(func(pg *giteav1alpha1.PostgreSQL) {
 		pg.Namespace, pg.UID = "", ""
 		pg.Spec.Storage.StorageClassName = ptr.To(class.Name)
+	})
+}
+
+// waitRecreatedWithOrphan waits until the StatefulSet sts is deleted (with the orphan finalizer:
+// propagation Orphan keeps its pod) and created again with another UID than oldUID. envtest runs
+// no garbage collector: it does the collector's part, removing the orphan finalizer once set.
+func waitRecreatedWithOrphan(t *testing.T, h *controllertest.Harness, sts *appsv1.StatefulSet, oldUID types.UID) {
+	t.Helper()
+	h.Eventually("the StatefulSet is re-created", func(ctx context.Context) (bool, error) {
+		cur := &appsv1.StatefulSet{}
+		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(sts), cur); client.IgnoreNotFound(err) != nil {
+			return false, err
+		} else if err != nil {
+			return false, nil
+		}
+		if cur.DeletionTimestamp != nil {
+			if !slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents) {
+				t.Errorf("StatefulSet deleted with finalizers %v, want %s: propagation Orphan keeps the pod", cur.Finalizers, metav1.FinalizerOrphanDependents)
+			}
+			cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == metav1.FinalizerOrphanDependents })
+			return false, client.IgnoreNotFound(h.Client.Update(ctx, cur))
+		}
+		return cur.UID != oldUID, nil
 	})
 }
