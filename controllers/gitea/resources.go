@@ -19,6 +19,7 @@ import (
 // +kubebuilder:rbac:groups=gitea.kdag.dev,resources=giteas/finalizers,verbs=update
 // +kubebuilder:rbac:groups=gitea.kdag.dev,resources=postgresqls;valkeys;giteaservers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // ResourceManager reconciles Gitea objects.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pkg/errors"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -137,7 +138,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 // whole but for shards: its controller must see every object of its type. Every type, the
 // owner types included, is also selected by the components' shard (WithShard given to For):
 // objects labelled kdagv1alpha1.LabelShard with its name, or, without a shard, objects without
-// that label. Set DefaultNamespaces and the rest on the result as needed; with DefaultNamespaces,
+// that label. The owners' revisions (ControllerRevisions kdag records, revision.go) are cached
+// the same way: kdag's only, of the first component's shard. Set DefaultNamespaces and the rest on the result as needed; with DefaultNamespaces,
 // also set ctrl.Options.MapperProvider to MapperProvider, or every cached read pays a walk of the
 // API groups. A component whose types are not in scheme, or whose shard is invalid, is left out,
 // and a type is selected by the shard of the first component that has it (Setup reports both
@@ -175,6 +177,12 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 			} else {
 				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags, shard)}
 			}
+		}
+	}
+	if _, owned := added[schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}]; !owned && len(components) > 0 {
+		// The owners' revisions (revision.go): kdag's only, in the first component's shard.
+		if shard, err := shardRequirement(components[0].Shard()); err == nil {
+			byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags, shard)}
 		}
 	}
 	return cache.Options{ByObject: byObject}
@@ -250,6 +258,10 @@ func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []a
 			// A claim that cannot grow is rechecked when a StorageClass changes (a watch).
 			add(&storagev1.StorageClass{}, "", "get", "list", "watch")
 		}
+	}
+	// The owners' revisions (revision.go): read from the cache, created, pruned.
+	for _, v := range []string{"get", "list", "watch", "create", "delete"} {
+		out = append(out, access{group: "apps", resource: "controllerrevisions", verb: v})
 	}
 	// The Controller's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
 	// user loses the Warning events that say what failed.

@@ -69,6 +69,8 @@ type Controller struct {
 
 	// engine writes each node's object (pkg/apply).
 	engine *apply.Engine
+	// revisions remembers the owners' last revision numbers (revision.go).
+	revisions revisions
 	// refs checks the objects of Builder.Reference nodes and wakes their owners on a change.
 	refs *references
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
@@ -200,8 +202,12 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		return nil, errors.Wrapf(err, "controller %s: owner type %T is not in the manager's scheme", name, owner)
 	}
 	c.ownerGVK = gvk
-	if err := onDelete(mgr, owner, func(m metav1.Object) { c.renders.forgetOwner(m.GetUID()) }); err != nil {
+	if err := onDelete(mgr, owner, func(m metav1.Object) { c.renders.forgetOwner(m.GetUID()); c.revisions.forget(m) }); err != nil {
 		return nil, errors.Wrapf(err, "controller %s: watch deletions of %s", name, gvk.Kind)
+	}
+
+	if err := watchRevisions(mgr); err != nil {
+		return nil, errors.Wrapf(err, "controller %s: watch ControllerRevisions (the owners' revision history)", name)
 	}
 
 	ownedObjs := rm.ownedTypes()
@@ -448,6 +454,7 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 		r.recordPrune(c.prune(ctx, owner, index))
 	}
 	c.observeRun(owner, r, time.Since(runStart))
+	c.recordRevision(ctx, owner, r)
 	return r, nil
 }
 

@@ -43,6 +43,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	case err != nil:
 		return errors.Wrapf(err, "%s: read from cache", s.id)
 	}
+	res.before = live
 	var depHash string
 	policy := apply.Policy{CreateOnly: s.createOnly, Adopt: s.adopt, Keep: s.keep, Finished: s.finished,
 		Drift: s.drift, Ignore: s.ignore, Recreate: s.recreate}

@@ -39,6 +39,7 @@ type nodeResult struct {
 	err            error
 	contentHash    string            // what dependents consume; set when the node succeeded
 	live           client.Object     // the object after apply (unstructured), or from the cache (typed; read-only)
+	before         client.Object     // the object the cache held before the node ran (read-only; nil: none), for the revision
 	spanContext    trace.SpanContext // the node's span, linked from its dependents' spans
 	wait           time.Duration
 	duration       time.Duration

@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+	"go.opentelemetry.io/otel/trace"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/revision"
+)
+
+// Revisions: a reconcile that wrote any of the owner's objects (created, applied, adopted,
+// re-created, pruned or orphaned one) records what it did as a revision, an apps/v1
+// ControllerRevision owned by the owner (package revision has the format). A reconcile that
+// wrote nothing records nothing: a settled owner's reconcile still makes no request. The
+// revisions are read from the manager's cache (CacheOptions selects them by kdag's controller
+// label and the shard), so the next number costs no request either.
+
+// revisions remembers the last revision number recorded per owner UID, for a cache that has not
+// seen the last write yet.
+type revisions struct {
+	last sync.Map // types.UID → int64
+}
+
+// watchRevisions makes the manager's cache hold ControllerRevisions from its start, so that the
+// first reconcile that records one does not wait for an informer to sync.
+func watchRevisions(mgr ctrl.Manager) error {
+	_, err := mgr.GetCache().GetInformer(context.Background(), &appsv1.ControllerRevision{})
+	return err
+}
+
+// recordRevision records r as a revision of owner when r wrote any object, and deletes the
+// oldest revisions beyond the owner's history limit. A failure is logged and reported with a
+// Warning event; it never fails the reconcile (the objects are written; only their history
+// lacks an entry). Cluster-scoped owners have no revisions (a ControllerRevision is namespaced).
+func (c *Controller) recordRevision(ctx context.Context, owner client.Object, r *outcome) {
+	changes := r.revisionNodes()
+	if len(changes) == 0 || owner.GetNamespace() == "" {
+		return
+	}
+	limit, valid := revision.HistoryLimit(owner)
+	if !valid {
+		c.event(ctx, owner, corev1.EventTypeWarning, "InvalidRevisionHistoryLimit",
+			"annotation %s=%q is not a non-negative integer: keeping %d revisions", revision.AnnotationHistoryLimit,
+			owner.GetAnnotations()[revision.AnnotationHistoryLimit], revision.DefaultHistoryLimit)
+	}
+	if err := c.writeRevision(ctx, owner, changes, limit); err != nil {
+		logFrom(ctx).Info("could not record a revision", "error", err.Error())
+		c.event(ctx, owner, corev1.EventTypeWarning, "RevisionFailed", "%s", truncate(err.Error(), 512))
+	}
+}
+
+// writeRevision creates the revision of changes (unless limit is 0) and prunes the owner's
+// revisions to limit.
+func (c *Controller) writeRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange, limit int) error {
+	what := c.ownerGVK.Kind + " " + client.ObjectKeyFromObject(owner).String()
+	existing, err := c.listRevisions(ctx, c.client, owner)
+	if err != nil {
+		return errors.Wrapf(err, "%s: list its revisions from the cache", what)
+	}
+	if limit > 0 {
+		spec, err := revision.Spec(owner)
+		if err != nil {
+			return errors.Wrapf(err, "%s: record a revision", what)
+		}
+		rec := &revision.Record{
+			Time: metav1.NewTime(time.Now()),
+			Owner: revision.OwnerRef{APIVersion: c.ownerGVK.GroupVersion().String(), Kind: c.ownerGVK.Kind,
+				Name: owner.GetName(), UID: string(owner.GetUID())},
+			Generation: owner.GetGeneration(), SpecHash: revision.SpecHash(spec), OperatorVersion: c.opts.OperatorVersion,
+			Controller: c.name, Spec: spec, Nodes: changes,
+		}
+		if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+			rec.TraceID = sc.TraceID().String()
+		}
+		cr, err := c.createRevision(ctx, owner, rec, nextRevision(existing, c.revisions.lastOf(owner)))
+		if apierrors.IsAlreadyExists(err) {
+			// The cache has not seen a revision written since (by this process before a restart,
+			// or by another shard's replica): ask the API server.
+			if existing, err = c.listRevisions(ctx, c.reader, owner); err != nil {
+				return errors.Wrapf(err, "%s: list its revisions", what)
+			}
+			cr, err = c.createRevision(ctx, owner, rec, nextRevision(existing, c.revisions.lastOf(owner)))
+		}
+		if err != nil {
+			return errors.Wrapf(err, "%s: create revision", what)
+		}
+		c.revisions.last.Store(owner.GetUID(), cr.Revision)
+		existing = append(existing, *cr)
+	}
+	return c.pruneRevisions(ctx, existing, limit, what)
+}
+
+// createRevision creates revision n of owner holding rec.
+func (c *Controller) createRevision(ctx context.Context, owner client.Object, rec *revision.Record, n int64) (*appsv1.ControllerRevision, error) {
+	data, err := revision.Encode(rec)
+	if err != nil {
+		return nil, err
+	}
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: owner.GetNamespace(),
+			Name:      revision.Name(c.ownerGVK.Kind, owner.GetName(), n),
+			Labels:    revision.Labels(owner, c.ownerGVK.Kind, c.name),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: c.ownerGVK.GroupVersion().String(), Kind: c.ownerGVK.Kind, Name: owner.GetName(),
+				UID: owner.GetUID(), Controller: ptr.To(true),
+			}},
+		},
+		Data:     data,
+		Revision: n,
+	}
+	return cr, c.client.Create(ctx, cr, client.FieldOwner(c.opts.FieldManager))
+}
+
+// pruneRevisions deletes the oldest of revs beyond limit, each with a UID precondition.
+func (c *Controller) pruneRevisions(ctx context.Context, revs []appsv1.ControllerRevision, limit int, what string) error {
+	if len(revs) <= limit {
+		return nil
+	}
+	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
+	for i := range revs[:len(revs)-limit] {
+		cr := &revs[i]
+		err := c.client.Delete(ctx, cr, client.Preconditions{UID: ptr.To(cr.UID)})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return errors.Wrapf(err, "%s: delete its revision %d (ControllerRevision %s) beyond the history limit %d", what,
+				cr.Revision, cr.Name, limit)
+		}
+	}
+	return nil
+}
+
+// listRevisions returns owner's revisions through r (the cache, or the API server).
+func (c *Controller) listRevisions(ctx context.Context, r client.Reader, owner client.Object) ([]appsv1.ControllerRevision, error) {
+	list := &appsv1.ControllerRevisionList{}
+	if err := r.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{
+		kdagv1alpha1.LabelOwnerUID: string(owner.GetUID()), kdagv1alpha1.LabelController: c.name,
+	}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// lastOf returns the last revision number this process recorded of owner, 0 when none.
+func (r *revisions) lastOf(owner client.Object) int64 {
+	if v, ok := r.last.Load(owner.GetUID()); ok {
+		return v.(int64)
+	}
+	return 0
+}
+
+// forget drops what r remembers of an owner.
+func (r *revisions) forget(owner metav1.Object) { r.last.Delete(owner.GetUID()) }
+
+// nextRevision is one more than the highest of existing and last.
+func nextRevision(existing []appsv1.ControllerRevision, last int64) int64 {
+	for i := range existing {
+		last = max(last, existing[i].Revision)
+	}
+	return last + 1
+}
+
+// revisionNodes returns what r wrote, per object, for a revision: the nodes created, applied,
+// adopted or re-created (whose write went through), then the objects pruned and orphaned. Nil
+// when r wrote nothing.
+func (r *outcome) revisionNodes() []revision.NodeChange {
+	var out []revision.NodeChange
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		ch := revision.NodeChange{Group: n.spec.id.Group, Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace,
+			Name: n.spec.id.Name, Action: string(n.action)}
+		switch n.action {
+		case apply.Created, apply.Applied, apply.Adopted:
+			if n.live == nil { // the write did not go through
+				continue
+			}
+			if n.action != apply.Created {
+				ch.Fields = changedPaths(n.before, n.live)
+				ch.Drifted = slices.Clone(n.drifted)
+			}
+		case apply.Recreating:
+			if n.state == stateFailed { // the delete did not go through
+				continue
+			}
+			ch.Fields = slices.Clone(n.drifted)
+		default:
+			continue
+		}
+		if len(ch.Fields) > revision.MaxFields {
+			ch.MoreFields = len(ch.Fields) - revision.MaxFields
+			ch.Fields = ch.Fields[:revision.MaxFields]
+		}
+		out = append(out, ch)
+	}
+	for _, id := range r.prune.pruned {
+		out = append(out, revision.NodeChange{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Action: string(apply.Pruned)})
+	}
+	for _, id := range r.prune.orphaned {
+		out = append(out, revision.NodeChange{Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Action: string(apply.Orphaned)})
+	}
+	return out
+}
+
+// changedPaths returns the paths of the fields that differ between before (the object the cache
+// held, typed or unstructured; nil when there was none) and after (the write's response).
+func changedPaths(before, after client.Object) []string {
+	if before == nil || after == nil {
+		return nil
+	}
+	b, err := contentOf(before)
+	if err != nil {
+		return nil
+	}
+	a, err := contentOf(after)
+	if err != nil {
+		return nil
+	}
+	return revision.ChangedPaths(b, a)
+}
+
+// contentOf returns obj's content (read only).
+func contentOf(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+}

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/revision"
+	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+)
+
+// revisionRM's graph: a ConfigMap with the Widget's data, a Secret whose password is made from
+// the Widget's data "index" (its value is in no owner spec), and, with the component "extra", a second ConfigMap.
+func revisionRM() funcRM {
+	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
+		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"},
+			StringData: map[string]string{"password": "s3cr3t-" + w.Spec.Data["index"]}})
+		if slices.Contains(w.Spec.Components, "extra") {
+			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-extra"}})
+		}
+		return nil
+	}}
+}
+
+// revisionsOf reads the Widget's revisions from the API server, oldest first, decoded.
+func (f *fixture) revisionsOf(name string) []*revision.Record {
+	f.t.Helper()
+	w := f.get(&testapi.Widget{}, name)
+	list := &appsv1.ControllerRevisionList{}
+	if err := f.cl.List(context.Background(), list, client.InNamespace(f.ns),
+		client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(w.GetUID())}); err != nil {
+		f.t.Fatal(err)
+	}
+	var out []*revision.Record
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != w.GetUID() {
+			f.t.Errorf("revision %s: controller owner reference %v, want the Widget", cr.Name, ref)
+		}
+		if want := revision.Name("Widget", name, cr.Revision); cr.Name != want {
+			f.t.Errorf("revision %d is named %s, want %s", cr.Revision, cr.Name, want)
+		}
+		if strings.Contains(string(cr.Data.Raw), "s3cr3t") {
+			f.t.Errorf("revision %s holds a Secret value: %s", cr.Name, cr.Data.Raw)
+		}
+		rec, err := revision.Decode(cr)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
+	return out
+}
+
+// nodeChange returns the change of the revision's node of kind and name.
+func nodeChange(rec *revision.Record, kind, name string) (revision.NodeChange, bool) {
+	for _, n := range rec.Nodes {
+		if n.Kind == kind && n.Name == name {
+			return n, true
+		}
+	}
+	return revision.NodeChange{}, false
+}
+
+// TestRevisions_RecordedOnlyOnChange (issue 33): the first reconcile records revision 1 (every
+// object created, the Widget's spec, generation, operator version); reconciles that write
+// nothing record nothing and make no request; a spec change records revision 2 with the node
+// applied and its changed field paths, a Secret's key named but never its value; a component
+// switched off records the pruned object.
+func TestRevisions_RecordedOnlyOnChange(t *testing.T) {
+	f := newFixture(t, revisionRM(), WithOperatorVersion("v9.9.9"))
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"index": "1"},
+		Components: []string{"extra"}})
+	f.settle("app")
+	revs := f.revisionsOf("app")
+	if len(revs) != 1 {
+		t.Fatalf("after the first deploy: %d revisions, want 1", len(revs))
+	}
+	first := revs[0]
+	if first.Revision != 1 || first.Generation != 1 || first.OperatorVersion != "v9.9.9" || first.Owner.Kind != "Widget" ||
+		first.Owner.Name != "app" || first.SpecHash != revision.SpecHash(first.Spec) || first.SpecHash == "" {
+		t.Errorf("revision 1 = %+v", first)
+	}
+	if data, _ := first.Spec["spec"].(map[string]any)["data"].(map[string]any); data["index"] != "1" {
+		t.Errorf("revision 1 spec = %v, want the Widget's spec", first.Spec)
+	}
+	for _, name := range []string{"app-config", "app-secret", "app-extra"} {
+		kind := "ConfigMap"
+		if name == "app-secret" {
+			kind = "Secret"
+		}
+		if n, ok := nodeChange(first, kind, name); !ok || n.Action != "created" {
+			t.Errorf("revision 1: %s %s = %+v, %v; want created", kind, name, n, ok)
+		}
+	}
+
+	// Settled: nothing written, nothing recorded, no request at all.
+	f.calls.Reset()
+	for range 3 {
+		if err := f.reconcile("app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes, reads := f.calls.snapshot(); len(writes)+len(reads) != 0 {
+		t.Errorf("reconciles of a settled owner made writes %v and uncached reads %v, want none", writes, reads)
+	}
+	if n := len(f.revisionsOf("app")); n != 1 {
+		t.Errorf("after no-op reconciles: %d revisions, want 1", n)
+	}
+
+	// A change of the spec: revision 2 names the fields each write changed.
+	f.updateWidget("app", func(w *testapi.Widget) {
+		w.Spec.Data = map[string]string{"index": "2", "new": "x"}
+	})
+	f.settle("app")
+	revs = f.revisionsOf("app")
+	if len(revs) != 2 {
+		t.Fatalf("after a spec change: %d revisions, want 2", len(revs))
+	}
+	second := revs[1]
+	if second.Revision != 2 || second.Generation != 2 || second.SpecHash == first.SpecHash {
+		t.Errorf("revision 2: number %d generation %d hash %s (revision 1's %s)", second.Revision, second.Generation, second.SpecHash, first.SpecHash)
+	}
+	cm, _ := nodeChange(second, "ConfigMap", "app-config")
+	if want := []string{"data.index", "data.new"}; cm.Action != "applied" || !slices.Equal(cm.Fields, want) {
+		t.Errorf("revision 2: ConfigMap app-config = %+v, want applied with fields %v", cm, want)
+	}
+	secret, _ := nodeChange(second, "Secret", "app-secret")
+	if secret.Action != "applied" || !slices.Contains(secret.Fields, "data.password") {
+		t.Errorf("revision 2: Secret app-secret = %+v, want applied with the field data.password", secret)
+	}
+	if _, ok := nodeChange(second, "ConfigMap", "app-extra"); ok {
+		t.Errorf("revision 2 lists ConfigMap app-extra, which the reconcile did not write: %+v", second.Nodes)
+	}
+
+	// A component switched off: the pruned object is recorded.
+	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Components = nil })
+	f.settle("app")
+	revs = f.revisionsOf("app")
+	if len(revs) != 3 {
+		t.Fatalf("after a prune: %d revisions, want 3", len(revs))
+	}
+	if n, ok := nodeChange(revs[2], "ConfigMap", "app-extra"); !ok || n.Action != "pruned" {
+		t.Errorf("revision 3: ConfigMap app-extra = %+v, %v; want pruned", n, ok)
+	}
+}
+
+// TestRevisions_Bounded (issue 33): an owner keeps at most kdag.dev/revision-history-limit
+// revisions, the newest, numbered on; 0 deletes them on the next reconcile that writes; a bad
+// value keeps the default and says so in a Warning event.
+func TestRevisions_Bounded(t *testing.T) {
+	f := newFixture(t, revisionRM())
+	w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"index": "0"}})
+	f.update(w, "app", func(o client.Object) {
+		o.SetAnnotations(map[string]string{revision.AnnotationHistoryLimit: "2"})
+	})
+	f.settle("app")
+	for i := 1; i <= 4; i++ {
+		f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Data = map[string]string{"index": strconv.Itoa(i)} })
+		f.settle("app")
+	}
+	var numbers []int64
+	for _, r := range f.revisionsOf("app") {
+		numbers = append(numbers, r.Revision)
+	}
+	if want := []int64{4, 5}; !slices.Equal(numbers, want) {
+		t.Errorf("revisions kept with limit 2: %v, want %v", numbers, want)
+	}
+
+	f.update(f.get(&testapi.Widget{}, "app"), "app", func(o client.Object) {
+		o.SetAnnotations(map[string]string{revision.AnnotationHistoryLimit: "many"})
+	})
+	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Data = map[string]string{"index": "bad"} })
+	f.settle("app")
+	if n := len(f.revisionsOf("app")); n != 3 {
+		t.Errorf("revisions with an invalid limit: %d, want 3 (the default limit keeps them all)", n)
+	}
+	f.waitEvent("app", corev1.EventTypeWarning, "InvalidRevisionHistoryLimit")
+
+	f.update(f.get(&testapi.Widget{}, "app"), "app", func(o client.Object) {
+		o.SetAnnotations(map[string]string{revision.AnnotationHistoryLimit: "0"})
+	})
+	f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Data = map[string]string{"index": "last"} })
+	f.settle("app")
+	if n := len(f.revisionsOf("app")); n != 0 {
+		t.Errorf("revisions with limit 0: %d, want none", n)
+	}
+}
