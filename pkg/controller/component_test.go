@@ -217,6 +217,7 @@ func TestSetup_RBACCheck(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: keep(all, "configmaps")},
 			{APIGroups: []string{""}, Resources: []string{"secrets", "services"}, Verbs: all},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
+			{APIGroups: []string{"apps"}, Resources: []string{"controllerrevisions"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: keep([]string{"create", "patch"}, "events")},
 		}
 	}

@@ -27,12 +27,13 @@ type GiteaSpec struct {
 	// Version is the Gitea release to run, "major.minor.patch" (or "major.minor"); it is the
 	// image tag. Changing it upgrades Gitea: the operator runs the database migration of the new
 	// version to completion before it rolls the server. It cannot move backwards, because Gitea's
-	// database migrations are one-way. Defaults to 1.27.3.
+	// database migrations are one-way: it may go back only as far as status.version (the deployed
+	// version) while a newer version's migration has not finished (a rollback of an upgrade that
+	// failed). Defaults to 1.27.3.
 	// +optional
 	// +kubebuilder:default="1.27.3"
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^\d+\.\d+(\.\d+)?$`
-	// +kubebuilder:validation:XValidation:rule="!isSemver(self, true) || !isSemver(oldSelf, true) || semver(self, true).compareTo(semver(oldSelf, true)) >= 0",message="version cannot move backwards: downgrades are not supported by Gitea's database migrations"
 	Version string `json:"version,omitempty"`
 	// Image is the Gitea image repository, without tag or digest: the tag is Version. Set it to
 	// use a mirror. Defaults to docker.gitea.com/gitea.
@@ -176,6 +177,7 @@ type GiteaStatus struct {
 	// Version is the Gitea version currently deployed: its migration has completed and the
 	// server runs it. It lags spec.version during an upgrade.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	Version string `json:"version,omitempty"`
 	// URL is where Gitea is served: the Ingress URL when spec.ingress is set, the in-cluster
 	// Service URL otherwise.
@@ -195,6 +197,7 @@ type GiteaStatus struct {
 // +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.version`,priority=1
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(oldSelf.spec) || !has(self.spec.version) || !has(oldSelf.spec.version) || !isSemver(self.spec.version, true) || !isSemver(oldSelf.spec.version, true) || semver(self.spec.version, true).compareTo(semver(oldSelf.spec.version, true)) >= 0 || (has(self.status) && has(self.status.version) && isSemver(self.status.version, true) && semver(self.spec.version, true).compareTo(semver(self.status.version, true)) >= 0)",message="version cannot move backwards: downgrades are not supported by Gitea's database migrations (spec.version may go back only as far as status.version, the deployed version, while a newer version's migration has not finished)",fieldPath=".spec.version"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.database) || !has(self.spec.database.external) || self.spec.database.external.secretRef.name != self.metadata.name + '-secrets'",message="spec.database.external.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.admin) || self.spec.admin.secretRef.name != self.metadata.name + '-secrets'",message="spec.admin.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.admin) || (has(self.spec.database) && has(self.spec.database.external)) || self.spec.admin.secretRef.name != self.metadata.name + '-postgresql-credentials'",message="spec.admin.secretRef must not name <name>-postgresql-credentials: the operator generates that Secret for the managed database; rename your Secret"

@@ -16,11 +16,11 @@ import (
 type GiteaServerSpec struct {
 	// Version is the Gitea release to run, "major.minor.patch" (or "major.minor"); it is the
 	// image tag. A new version first runs the database migration (see status.migration), then
-	// rolls the server. It cannot move backwards.
+	// rolls the server. It cannot move backwards, but as far as status.version (the version the
+	// server runs) while no newer version's migration has succeeded (status.migration).
 	// +required
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^\d+\.\d+(\.\d+)?$`
-	// +kubebuilder:validation:XValidation:rule="!isSemver(self, true) || !isSemver(oldSelf, true) || semver(self, true).compareTo(semver(oldSelf, true)) >= 0",message="version cannot move backwards: downgrades are not supported by Gitea's database migrations"
 	Version string `json:"version"`
 	// Image is the Gitea image repository, without tag or digest: the tag is Version. Defaults
 	// to docker.gitea.com/gitea.
@@ -117,6 +117,7 @@ const (
 type MigrationStatus struct {
 	// Version is the Gitea version whose migration this is.
 	// +required
+	// +kubebuilder:validation:MaxLength=32
 	Version string `json:"version"`
 	// State of the migration.
 	// +required
@@ -140,6 +141,7 @@ type GiteaServerStatus struct {
 	// Version is the Gitea version the server runs: its migration succeeded and the rollout
 	// finished. It lags spec.version during an upgrade.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	Version string `json:"version,omitempty"`
 	// URL is where the server is served: the Ingress URL when spec.ingress is set, the
 	// in-cluster Service URL otherwise.
@@ -162,6 +164,7 @@ type GiteaServerStatus struct {
 // +kubebuilder:printcolumn:name="Migration",type=string,JSONPath=`.status.migration.state`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!isSemver(self.spec.version, true) || !isSemver(oldSelf.spec.version, true) || semver(self.spec.version, true).compareTo(semver(oldSelf.spec.version, true)) >= 0 || (has(self.status) && has(self.status.version) && isSemver(self.status.version, true) && semver(self.spec.version, true).compareTo(semver(self.status.version, true)) >= 0 && !(has(self.status.migration) && self.status.migration.state == 'Succeeded' && isSemver(self.status.migration.version, true) && semver(self.spec.version, true).compareTo(semver(self.status.migration.version, true)) < 0))",message="version cannot move backwards: downgrades are not supported by Gitea's database migrations (spec.version may go back only as far as status.version, the deployed version, while no newer version's migration has succeeded)",fieldPath=".spec.version"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.database) || self.spec.database.secretRef.name != self.metadata.name + '-secrets'",message="spec.database.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.admin) || self.spec.admin.secretRef.name != self.metadata.name + '-secrets'",message="spec.admin.secretRef must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.ingress) || !has(self.spec.ingress.tlsSecretName) || self.spec.ingress.tlsSecretName != self.metadata.name + '-secrets'",message="spec.ingress.tlsSecretName must not name <name>-secrets: the operator generates that Secret for the server; rename your Secret"
