@@ -13,6 +13,11 @@
 //	kubectl kdag tree TYPE/NAME [flags]
 //	kubectl kdag tree TYPE NAME [flags]
 //	kubectl kdag trace TYPE/NAME [flags]
+//	kubectl kdag history TYPE/NAME [--revision N] [flags]
+//	kubectl kdag rollback TYPE/NAME --to N [--dry-run] [flags]
+//
+// history and rollback read the revisions the operator records of an owner and apply the owner
+// spec of one again (package history; `kubectl kdag history --help`).
 //
 // TYPE is a resource name as kubectl takes it: singular, plural, short name or Kind, optionally
 // with its group (giteas.gitea.kdag.dev). Flags:
@@ -73,10 +78,14 @@ Usage:
   kubectl kdag tree TYPE/NAME [flags]
   kubectl kdag tree TYPE NAME [flags]
   kubectl kdag trace TYPE/NAME [flags]
+  kubectl kdag history TYPE/NAME [--revision N] [flags]
+  kubectl kdag rollback TYPE/NAME --to N [--dry-run] [flags]
 
 The tree marks with * the nodes of the last reconcile's critical path (the chain that set its
 duration) with their run and wait times, and says what a not Ready owner is waiting for and
 since when. The trace command prints <jaeger-url>/trace/<trace ID> of the last reconcile.
+history lists the revisions the operator recorded of the owner; rollback applies the owner spec
+of one again (see 'kubectl kdag history --help').
 
 Examples:
   kubectl kdag tree gitea/demo
@@ -116,6 +125,11 @@ func main() {
 
 // run executes the command line args and returns the exit code: 0, 1 on errors, 2 on usage errors.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if isRevisionCommand(args) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		return runRevision(ctx, args, stdout, stderr)
+	}
 	opts, help, err := parseArgs(args, stderr)
 	switch {
 	case help:

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -217,7 +218,9 @@ func (r *outcome) revisionNodes() []revision.NodeChange {
 }
 
 // changedPaths returns the paths of the fields that differ between before (the object the cache
-// held, typed or unstructured; nil when there was none) and after (the write's response).
+// held, typed or unstructured; nil when there was none) and after (the write's response). A typed
+// before is compared with after converted to its type and back, so that what the conversion
+// normalizes (a duration "10m" written "10m0s") is no change.
 func changedPaths(before, after client.Object) []string {
 	if before == nil || after == nil {
 		return nil
@@ -225,6 +228,14 @@ func changedPaths(before, after client.Object) []string {
 	b, err := contentOf(before)
 	if err != nil {
 		return nil
+	}
+	if u, ok := after.(*unstructured.Unstructured); ok {
+		if _, typed := before.(*unstructured.Unstructured); !typed {
+			if t, ok := reflect.New(reflect.TypeOf(before).Elem()).Interface().(client.Object); ok &&
+				runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t) == nil {
+				after = t
+			}
+		}
 	}
 	a, err := contentOf(after)
 	if err != nil {

@@ -42,9 +42,9 @@ const (
 
 // Record is what one revision says, stored as the ControllerRevision's data (JSON).
 type Record struct {
-	// Revision is the ControllerRevision's revision number (not stored in the data): 1 for the
-	// owner's first, one more for each later one.
-	Revision int64 `json:"-"`
+	// Revision is the ControllerRevision's revision number (Decode sets it; the data leaves it
+	// out): 1 for the owner's first, one more for each later one.
+	Revision int64 `json:"revision,omitempty"`
 	// Time is when the reconcile recorded it.
 	Time metav1.Time `json:"time"`
 	// Owner names the owner: its apiVersion, kind, name and UID.
