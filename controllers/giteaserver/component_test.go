@@ -54,6 +54,7 @@ func TestComponent(t *testing.T) {
 			"PATCH persistentvolumeclaims/demo-data",
 			"PATCH secrets/demo-secrets",
 			"PATCH services/demo-http",
+			"POST controllerrevisions", // the revision that records the writes
 		},
 	}, {
 		Name:  "a database Secret without a password holds the migration and the server",
@@ -68,6 +69,7 @@ func TestComponent(t *testing.T) {
 			"PATCH persistentvolumeclaims/demo-data",
 			"PATCH secrets/demo-secrets",
 			"PATCH services/demo-http",
+			"POST controllerrevisions", // the revision that records the writes
 		},
 	}}, controller.For("giteaserver", ResourceManager{}))
 }

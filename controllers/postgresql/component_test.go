@@ -31,6 +31,7 @@ func TestComponent(t *testing.T) {
 		"PATCH secrets/demo-postgresql-credentials",
 		"PATCH services/demo-postgresql",
 		"PATCH statefulsets/demo-postgresql",
+		"POST controllerrevisions", // the revision that records the writes
 	}
 	controllertest.RunCases(t, api, []controllertest.Case{{
 		Name:   "ready once the StatefulSet is available",

@@ -31,6 +31,7 @@ func TestComponent(t *testing.T) {
 		"PATCH deployments/demo-valkey",
 		"PATCH services/demo-valkey",
 		"PATCH valkeys/demo-valkey/status",
+		"POST controllerrevisions", // the revision that records the writes
 	}
 	controllertest.RunCases(t, api, []controllertest.Case{{
 		Name:   "ready once the server is available",
@@ -51,6 +52,7 @@ func TestComponent(t *testing.T) {
 		Writes: []string{
 			"PATCH services/demo-valkey",
 			"PATCH valkeys/demo-valkey/status",
+			"POST controllerrevisions", // the revision that records the writes
 		},
 	}}, controller.For("valkey", ResourceManager{}))
 }
