@@ -14,8 +14,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -88,7 +90,25 @@ func TestHistoryAndRollback_RoundTrip(t *testing.T) {
 		t.Errorf("history --revision %s: code %d\n%s%s", up, code, out, errOut)
 	}
 
-	h.ResetWrites()
+	// While the upgrade's migration runs, a rollback would leave it running under the old
+	// server: refused, with the GiteaServer's reason.
+	newJob := controllertest.Named[batchv1.Job](giteaserver.MigrationJobName("demo", "1.27.4"))
+	h.WaitExists(newJob)
+	h.Eventually("the GiteaServer reports the 1.27.4 migration running", func(context.Context) (bool, error) {
+		return h.Get(server) && server.Status.Migration != nil && server.Status.Migration.Version == "1.27.4" &&
+			server.Status.Migration.State == giteav1alpha1.MigrationRunning, nil
+	})
+	code, out, errOut = plugin(append([]string{"rollback", "gitea/demo", "--to", to}, ns...)...)
+	if code != 1 || !strings.Contains(errOut, "refused, nothing written: the API server would refuse GiteaServer "+h.Namespace+"/demo") ||
+		!strings.Contains(errOut, "is running") {
+		t.Errorf("rollback while the migration runs: code %d\n%s%s", code, out, errOut)
+	}
+
+	// The migration fails: the rollback is what the user needs.
+	markFailed(t, h, newJob)
+	h.Eventually("the GiteaServer reports the 1.27.4 migration failed", func(context.Context) (bool, error) {
+		return h.Get(server) && server.Status.Migration != nil && server.Status.Migration.State == giteav1alpha1.MigrationFailed, nil
+	})
 	code, out, errOut = plugin(append([]string{"rollback", "gitea/demo", "--to", to, "--dry-run"}, ns...)...)
 	if code != 0 || !strings.Contains(out, "dry run, nothing written") || !strings.Contains(out, "Update     GiteaServer "+h.Namespace+"/demo") {
 		t.Errorf("rollback --dry-run: code %d\n%s%s", code, out, errOut)
@@ -111,11 +131,12 @@ func TestHistoryAndRollback_RoundTrip(t *testing.T) {
 	if revision.SpecHash(spec) != first.SpecHash {
 		t.Errorf("after the rollback the Gitea's spec hash is %s, want revision 1's %s", revision.SpecHash(spec), first.SpecHash)
 	}
-	h.Eventually("the GiteaServer and its Deployment are as at revision 1", func(context.Context) (bool, error) {
+	h.Eventually("the GiteaServer and its Deployment are as at the deployed revision", func(context.Context) (bool, error) {
 		return h.Get(server) && h.Get(deployment) && equality.Semantic.DeepEqual(server.Spec, serverAt1) &&
 			equality.Semantic.DeepEqual(deployment.Spec.Template, templateAt1), nil
 	})
-	back := waitRevision(t, h, g, upgrade.Revision+1)
+	h.WaitReady(g)
+	back := lastRevision(t, h, g)
 	if back.SpecHash != first.SpecHash {
 		t.Errorf("revision %d (the rollback's reconcile) has spec hash %s, want revision %s's %s", back.Revision, back.SpecHash, to, first.SpecHash)
 	}
@@ -220,6 +241,27 @@ func waitRevision(t *testing.T, h *controllertest.Harness, owner client.Object, 
 		return false, nil
 	})
 	return found
+}
+
+// markFailed waits until job exists and writes the status its controller writes once it has
+// failed (envtest runs no Job controller).
+func markFailed(t *testing.T, h *controllertest.Harness, job *batchv1.Job) {
+	t.Helper()
+	h.WaitExists(job)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Client.Get(context.Background(), client.ObjectKeyFromObject(job), job); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		job.Status = batchv1.JobStatus{StartTime: &now, Failed: 3, Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, LastTransitionTime: now},
+		}}
+		return h.Client.Status().Update(context.Background(), job)
+	})
+	if err != nil {
+		t.Fatalf("mark Job %s failed: %v", job.Name, err)
+	}
 }
 
 // lastRevision returns the owner's newest revision.
