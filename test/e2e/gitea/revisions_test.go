@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	crds "github.com/kdag-dev/kdag/config/crd"
@@ -30,10 +32,10 @@ func revisionCommand(t *testing.T, ns string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// TestSample_HistoryAndRollback (issue 33), on the local cluster: the sample's upgrade whose
-// migration cannot run yet (its pods wait for a node pool) is rolled back to the deployed
-// revision, and the Gitea and its server are as they were; an upgrade whose migration finished
-// cannot be rolled back, and the refusal says why.
+// TestSample_HistoryAndRollback (issue 33), on the local cluster: a change of the sample's server
+// resources is rolled back to the deployed revision, and the Gitea and its server's Deployment are
+// as they were; an upgrade whose migration runs (its pods wait for a node pool) cannot be rolled
+// back, nor one whose migration finished, and each refusal says why and writes nothing.
 func TestSample_HistoryAndRollback(t *testing.T) {
 	ns := local.Namespace(t)
 	startManager(t, ns, "e2e")
@@ -49,37 +51,65 @@ func TestSample_HistoryAndRollback(t *testing.T) {
 	records := list()
 	deployed := records[len(records)-1]
 	to := strconv.FormatInt(deployed.Revision, 10)
-	out, err := revisionCommand(t, ns, "history", "gitea/demo")
-	if err != nil || !strings.Contains(out, "created PostgreSQL demo-postgresql") {
-		t.Fatalf("history after the deploy: %v\n%s", err, out)
-	}
-	imageAt := serverImage(get(t, ns, "demo", &appsv1.Deployment{}))
+	resourcesAt := get(t, ns, "demo", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Resources
 
-	// An upgrade whose migration cannot run: its pods wait for a node pool no node has.
-	mergePatch(t, g, `{"spec":{"version":"1.27.4","nodeSelector":{"kdag-e2e/pool":"`+ns+`"}}}`)
-	poll.Until(t, "the upgrade's revision", readyTimeout, func(context.Context) string {
+	mergePatch(t, g, `{"spec":{"resources":{"requests":{"cpu":"200m","memory":"256Mi"}}}}`)
+	poll.Until(t, "the change's revision", readyTimeout, func(context.Context) string {
 		if r := list(); r[len(r)-1].Revision > deployed.Revision {
 			return ""
 		}
 		return "no new revision"
 	})
+	g = waitGiteaReady(t, key, readyTimeout)
+	out, err := revisionCommand(t, ns, "history", "gitea/demo")
+	t.Logf("kubectl kdag history gitea/demo:\n%s", out)
+	if err != nil || !strings.Contains(out, "created PostgreSQL demo-postgresql") || !strings.Contains(out, "spec.resources.requests.cpu") {
+		t.Fatalf("history: %v\n%s", err, out)
+	}
+	out, err = revisionCommand(t, ns, "history", "gitea/demo", "--revision", strconv.FormatInt(list()[len(list())-1].Revision, 10))
+	t.Logf("kubectl kdag history gitea/demo --revision N:\n%s", out)
+	out, err = revisionCommand(t, ns, "rollback", "gitea/demo", "--to", to, "--dry-run")
+	t.Logf("kubectl kdag rollback gitea/demo --to %s --dry-run:\n%s", to, out)
+	if err != nil || !strings.Contains(out, "Update     GiteaServer "+ns+"/demo") {
+		t.Fatalf("rollback --dry-run: %v\n%s", err, out)
+	}
 	out, err = revisionCommand(t, ns, "rollback", "gitea/demo", "--to", to)
+	t.Logf("kubectl kdag rollback gitea/demo --to %s:\n%s", to, out)
 	if err != nil || !strings.Contains(out, "rolled back to revision "+to) {
 		t.Fatalf("rollback --to %s: %v\n%s", to, err, out)
 	}
+	poll.Until(t, "the server's resources as deployed", readyTimeout, func(context.Context) string {
+		if r := get(t, ns, "demo", &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Resources; !equality.Semantic.DeepEqual(r, resourcesAt) {
+			return fmt.Sprintf("resources %v", r)
+		}
+		return ""
+	})
 	g = waitGiteaReady(t, key, readyTimeout)
-	if spec, _ := revision.Spec(g); revision.SpecHash(spec) != deployed.SpecHash || g.Spec.Version != "1.27.3" {
-		t.Errorf("after the rollback: version %s, spec hash %s; want revision %s's (%s)", g.Spec.Version, revision.SpecHash(spec), to, deployed.SpecHash)
-	}
-	if img := serverImage(get(t, ns, "demo", &appsv1.Deployment{})); img != imageAt {
-		t.Errorf("after the rollback the server runs %s, want %s", img, imageAt)
-	}
-	if v := get(t, ns, "demo", &giteav1alpha1.GiteaServer{}).Spec.Version; v != "1.27.3" {
-		t.Errorf("after the rollback the GiteaServer is at %s, want 1.27.3", v)
+	if spec, _ := revision.Spec(g); revision.SpecHash(spec) != deployed.SpecHash {
+		t.Errorf("after the rollback the Gitea's spec hash is %s, want revision %s's %s", revision.SpecHash(spec), to, deployed.SpecHash)
 	}
 
-	// The upgrade again, finished this time; then no rollback below it.
-	mergePatch(t, g, `{"spec":{"version":"1.27.4"}}`)
+	// An upgrade whose migration runs but cannot finish yet: its pods wait for a node pool.
+	mergePatch(t, g, `{"spec":{"version":"1.27.4","nodeSelector":{"kdag-e2e/pool":"`+ns+`"}}}`)
+	srv := &giteav1alpha1.GiteaServer{}
+	poll.Until(t, "the 1.27.4 migration runs", readyTimeout, func(ctx context.Context) string {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo"}, srv); err != nil {
+			return err.Error()
+		}
+		if m := srv.Status.Migration; m == nil || m.Version != "1.27.4" || m.State != giteav1alpha1.MigrationRunning {
+			return fmt.Sprintf("migration %+v", m)
+		}
+		return ""
+	})
+	out, err = revisionCommand(t, ns, "rollback", "gitea/demo", "--to", to)
+	t.Logf("rollback while the migration runs: %v\n%s", err, out)
+	var refused *history.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "is running") {
+		t.Errorf("rollback while the migration runs: %v\n%s", err, out)
+	}
+
+	// The node pool appears: the migration finishes and the server rolls; no way back below it.
+	nodePool(t, ns)
 	poll.Until(t, "status.version 1.27.4", readyTimeout, func(ctx context.Context) string {
 		if err := cl.Get(ctx, key, g); err != nil {
 			return err.Error()
@@ -90,11 +120,11 @@ func TestSample_HistoryAndRollback(t *testing.T) {
 		return ""
 	})
 	out, err = revisionCommand(t, ns, "rollback", "gitea/demo", "--to", to)
-	var refused *history.RefusedError
+	t.Logf("rollback across a finished migration: %v\n%s", err, out)
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "version cannot move backwards") {
 		t.Errorf("rollback across a finished migration: %v\n%s", err, out)
 	}
 	if v := get(t, ns, "demo", &giteav1alpha1.Gitea{}).Spec.Version; v != "1.27.4" {
-		t.Errorf("after the refused rollback the Gitea is at %s, want 1.27.4", v)
+		t.Errorf("after the refused rollbacks the Gitea is at %s, want 1.27.4", v)
 	}
 }
