@@ -28,7 +28,9 @@ import (
 // owner with FILE's spec, or FILE's owner when the cluster has none); -n defaults to the
 // context's namespace. --kubeconfig and --context choose the cluster as kubectl's flags do
 // (Options.RESTConfig, when set, wins). out gets the changes (Planner.Changes, WriteChanges) in
-// text, yaml or json; nothing is written to the cluster (every write is a dry run).
+// text, yaml or json, each owner followed by its child owners; an owner of FILE is first dry-run
+// itself (DryRunOwner): one the API server refuses is reported with the server's message, and
+// its objects are not planned. Nothing is written to the cluster (every write is a dry run).
 //
 // It returns an error for bad flags or options, a file that cannot be read or holds no owner of a
 // component's kind, an owner that is not on the cluster, and the errors of Planner.Write or
@@ -171,9 +173,26 @@ func runLive(ctx context.Context, out io.Writer, opts Options, a liveArgs) error
 			owners = append(owners, o)
 		}
 	}
-	changes, err := p.Changes(ctx, c, owners, opts.Parallel)
-	if err != nil {
-		return err
+	// Each owner, then its child owners: a child's objects come under its own heading, after
+	// its owner's. An owner from a file is first dry-run itself: the children of a spec the API
+	// server refuses are not planned.
+	var changes []OwnerChanges
+	for _, owner := range owners {
+		if a.file != "" {
+			err := p.DryRunOwner(ctx, c, owner)
+			if refused, ok := AsOwnerRefused(err); ok {
+				changes = append(changes, OwnerChanges{Owner: refused.Owner, Exists: owner.GetUID() != placeholderUID, Error: refused.Err.Error()})
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		tree, err := p.Changes(ctx, c, []client.Object{owner}, opts.Parallel)
+		if err != nil {
+			return err
+		}
+		changes = append(changes, tree...)
 	}
 	if err := WriteChanges(out, changes, a.format); err != nil {
 		return err
