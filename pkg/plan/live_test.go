@@ -351,7 +351,7 @@ func TestRun_LiveFlagErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"nothing to plan", []string{"--live"}, "--live needs TYPE/NAME or -f FILE"},
+		{"nothing to plan", []string{"--live"}, "--live needs TYPE/NAME, -f FILE or --all"},
 		{"both", []string{"--live", "widget/shop", "-f", "testdata/widgets.yaml"}, "not both"},
 		{"TYPE/NAME without --live", []string{"widget/shop"}, "needs --live"},
 		{"no kubeconfig", []string{"--live", "widget/shop", "--kubeconfig", "/nonexistent"}, "load kubeconfig"},
