@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -43,8 +44,10 @@ import (
 // A BeforeDelete node takes Keep, CreateOnly, DependsOn, After, ReadyWhen and
 // NoInferredDependencies; Finished, Recreate, Adopt and ProtectsData are build errors (the Job
 // is created once, by the teardown, and never updated), as are a timeout that is not positive and
-// a kind other than Job. An owner whose namespace is being deleted runs no hook: the API server
-// creates nothing in such a namespace.
+// a kind other than Job. Two deletions run no hook: of an owner whose namespace is being deleted
+// (the API server creates nothing there), and a foreground deletion (the garbage collector
+// deletes the owner's objects at once, finalizers or not; the owner gets BeforeDelete=True with
+// reason BeforeDeleteSkipped and a Warning event saying so).
 func BeforeDelete(timeout time.Duration) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.beforeDelete = &timeout })
 }
@@ -132,6 +135,18 @@ func (c *Controller) runBeforeDelete(ctx context.Context, owner client.Object) (
 		return reconcile.Result{}, true, nil
 	}
 
+	if controllerutil.ContainsFinalizer(owner, metav1.FinalizerDeleteDependents) {
+		// Foreground deletion: the garbage collector deletes every dependent with an owner
+		// reference itself, now, whatever the owner's other finalizers; a hook's Job too, as soon
+		// as it is created. Nothing is left for a hook to protect, and saying so beats a Job
+		// that is deleted and created again.
+		msg := fmt.Sprintf("BeforeDelete hooks (%s) not run: the owner is deleted in the foreground, so the garbage collector "+
+			"deletes its objects at once; delete it with propagation Background (kubectl's default) to run them", hookNames(hooks))
+		if err := c.setHookConditions(ctx, owner, nil, metav1.ConditionTrue, kdagv1alpha1.ReasonBeforeDeleteSkipped, msg, corev1.EventTypeWarning); err != nil {
+			return reconcile.Result{}, false, err
+		}
+		return reconcile.Result{}, true, nil
+	}
 	if v, set := owner.GetAnnotations()[kdagv1alpha1.AnnotationBeforeDelete]; set {
 		if v != kdagv1alpha1.BeforeDeleteSkip {
 			msg := fmt.Sprintf("annotation %s=%q: unknown value, the BeforeDelete hooks neither run nor are skipped: "+

@@ -426,3 +426,33 @@ func TestBeforeDelete_BuildErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun: deleted in the foreground, the owner's
+// objects go with the garbage collector whatever its finalizers: kdag creates no hook Job (the
+// collector would delete it), says so in a Warning event and the BeforeDelete condition, and
+// releases its finalizer.
+func TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun(t *testing.T) {
+	f := newFixture(t, hookRM, WithOrderedTeardown())
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+	f.settle("app")
+	if err := f.cl.Delete(context.Background(), f.get(&testapi.Widget{}, "app"), client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	cached := &testapi.Widget{}
+	f.waitCached(cached, "app", "cache sees the deletion", func() bool { return !cached.GetDeletionTimestamp().IsZero() })
+	poll.True(t, "kdag's finalizer released", waitTimeout, func(context.Context) bool {
+		_ = f.reconcile("app")
+		w := &testapi.Widget{}
+		if err := f.cl.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "app"}, w); err != nil {
+			return true // gone
+		}
+		return !controllerutil.ContainsFinalizer(w, kdagv1alpha1.Finalizer)
+	})
+	if !f.notFound(&batchv1.Job{}, "app-backup") {
+		t.Error("a hook Job was created under foreground deletion")
+	}
+	ev := f.waitEvent("app", corev1.EventTypeWarning, kdagv1alpha1.ReasonBeforeDeleteSkipped)
+	if !strings.Contains(ev.Note, "foreground") || !strings.Contains(ev.Note, "Job "+f.ns+"/app-backup") {
+		t.Errorf("BeforeDeleteSkipped event %q, want it to name the hook and the foreground deletion", ev.Note)
+	}
+}
