@@ -269,7 +269,12 @@ func (c *Controller) hookJob(ctx context.Context, owner client.Object, s *nodeSp
 		if err := c.reader.Get(ctx, key, u); err != nil {
 			return hookState{}, errors.Wrapf(err, "%s: read the BeforeDelete hook's Job, which exists though the cache does not hold it", s.id)
 		}
-		return c.judgeHook(owner, s, u, false)
+		st, err := c.judgeHook(owner, s, u, false)
+		if st.outcome == hookRunning {
+			// No event of a Job the cache does not hold resumes the teardown: look again soon.
+			st.wait = min(st.wait, teardownRecheck)
+		}
+		return st, err
 	default:
 		return hookState{}, errors.Wrapf(err, "%s: create BeforeDelete hook", s.id)
 	}

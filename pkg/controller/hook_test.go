@@ -456,3 +456,42 @@ func TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun(t *testing.T) {
 		t.Errorf("BeforeDeleteSkipped event %q, want it to name the hook and the foreground deletion", ev.Note)
 	}
 }
+
+// TestBeforeDelete_JobTheCacheDoesNotHold: the hook's Job exists, the owner's, but the cache does
+// not hold it (a shard's cache before the Job carries that shard's label: here, a Job without
+// kdag's labels): the conditional create does not overwrite it, the Job is read from the API
+// server and judged as read, and the teardown goes on once it completes.
+func TestBeforeDelete_JobTheCacheDoesNotHold(t *testing.T) {
+	f := hookFixture(t, nil, nil, WithOrderedTeardown())
+	w := f.get(&testapi.Widget{}, "app")
+	job := backupJob("app")
+	job.Namespace = f.ns
+	job.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(w, testapi.GroupVersion.WithKind("Widget"))}
+	if err := f.cl.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := f.reconcileHook(); err != nil {
+			t.Fatalf("teardown reconcile: %v", err)
+		}
+	}
+	if got := f.get(&batchv1.Job{}, "app-backup"); got.GetUID() != job.UID || got.GetLabels()[kdagv1alpha1.LabelOwnerUID] != "" {
+		t.Fatalf("the Job the cache does not hold was replaced or rewritten: UID %s (was %s), labels %v", got.GetUID(), job.UID, got.GetLabels())
+	}
+	if c := f.hookCondition(); c.Reason != kdagv1alpha1.ReasonBeforeDeleteRunning {
+		t.Errorf("BeforeDelete condition %+v, want BeforeDeleteRunning", c)
+	}
+	got := f.get(&batchv1.Job{}, "app-backup").(*batchv1.Job)
+	now := metav1.Now()
+	got.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}}
+	if err := f.cl.Status().Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	f.finishTeardown()
+	if !f.notFound(&corev1.ConfigMap{}, "app-config") {
+		t.Error("the ConfigMap outlived the teardown")
+	}
+}
