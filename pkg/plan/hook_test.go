@@ -23,7 +23,9 @@ import (
 // hooked is a ConfigMap and a BeforeDelete Job that backs it up.
 type hooked struct{}
 
-func (hooked) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}, &batchv1.Job{}} }
+func (hooked) OwnedTypes() []client.Object {
+	return []client.Object{&corev1.ConfigMap{}, &batchv1.Job{}}
+}
 
 func (hooked) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
 	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
