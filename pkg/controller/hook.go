@@ -249,8 +249,11 @@ func (c *Controller) hookJob(ctx context.Context, owner client.Object, s *nodeSp
 	}
 
 	fresh := c.rm.newOwner()
-	if err := c.reader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); err != nil {
-		return hookState{}, errors.Wrapf(client.IgnoreNotFound(err), "%s %s: read before creating BeforeDelete hook %s",
+	switch err := c.reader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); {
+	case apierrors.IsNotFound(err):
+		return hookState{outcome: hookAllDone}, nil // gone: nothing left to protect
+	case err != nil:
+		return hookState{}, errors.Wrapf(err, "%s %s: read before creating BeforeDelete hook %s",
 			c.ownerGVK.Kind, client.ObjectKeyFromObject(owner), s.id)
 	}
 	if hooksDone(fresh) {
