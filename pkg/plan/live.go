@@ -330,6 +330,12 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ch.Reason = "the reconcile waits: " + n.Waiting
 	}
 	policy := apply.Policy{CreateOnly: n.CreateOnly, Adopt: n.Adopt}
+	if n.BeforeDelete > 0 {
+		// A hook: only the owner's teardown creates it, and nothing ever updates it.
+		ch.Action = Unchanged
+		ch.Reason = join(ch.Reason, "BeforeDelete hook: runs only when the owner is deleted")
+		return ch, nil
+	}
 	if live == nil {
 		if n.Finished {
 			ch.Action = Unchanged
