@@ -210,9 +210,11 @@ func (s *rttSampler) median() time.Duration { return percentile(s.samples, 0.5) 
 // engine=kdag also runs one untimed baseline deploy and one untimed convergeRawSSA deploy (the
 // floor: every object of a layer applied at once, nothing else) per iteration, interleaved with
 // its own, and reports speedup-x: the baseline's mean wall time over kdag's (target at width 10:
-// ≥ 3); rawssa-ms and rawssa-speedup-x: the floor's wall time and its speedup over the baseline,
+// ≥ 3), and x-baseline, its inverse (kdag's over the baseline's: ≤ 1.05 wanted on the chain);
+// rawssa-ms and rawssa-speedup-x: the floor's wall time and its speedup over the baseline,
 // the most any server-side-apply engine gets from this API server; x-rawssa: kdag's wall time
-// over the floor's.
+// over the floor's; baseline-client-cpu-ms and client-cpu-x: the baseline's client CPU per
+// deploy and kdag's over it (≤ 1.2 wanted), paired like the wall times.
 //
 // The shapes are those of the targets (width 10 × depth 3, width 50 × depth 2) and width 1 ×
 // depth 3, a chain, where no two requests compete for the API server: it shows the round trips
@@ -380,6 +382,9 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		b.ReportMetric(ms(rawCost.wall/time.Duration(rawCost.deploys)), "rawssa-ms")
 		b.ReportMetric(float64(baselineCost.wall)/float64(rawCost.wall), "rawssa-speedup-x")
 		b.ReportMetric(float64(kdagCost.wall)/float64(rawCost.wall), "x-rawssa")
+		b.ReportMetric(ms(baselineCost.clientCPU/time.Duration(baselineCost.deploys)), "baseline-client-cpu-ms")
+		b.ReportMetric(float64(kdagCost.clientCPU)/float64(baselineCost.clientCPU), "client-cpu-x")
+		b.ReportMetric(float64(kdagCost.wall)/float64(baselineCost.wall), "x-baseline")
 	}
 }
 
