@@ -257,13 +257,30 @@ func BenchmarkConverge_RTT(b *testing.B) {
 	}
 }
 
+// BenchmarkConverge_Parallel is BenchmarkConverge's kdag engine at width 50 × depth 2 with
+// WithMaxParallelNodes 16, 32 and 64 (64: the whole layer at once), and 0: the default. Each
+// reports BenchmarkConverge's paired ratios (the baseline and the raw parallel floor, which
+// applies all 50 at once, run before each kdag deploy), so that the default's cost on a wide
+// layer is measured against the floor on the same machine.
+func BenchmarkConverge_Parallel(b *testing.B) {
+	quietLogs()
+	const width, depth = 50, 2
+	for _, p := range []int{16, 32, 64, 0} {
+		b.Run(fmt.Sprintf("width=%d/depth=%d/parallel=%d", width, depth, p), func(b *testing.B) {
+			benchmarkConverge(b, convergeCase{width: width, depth: depth, engine: "kdag", parallel: p})
+		})
+	}
+}
+
 // convergeCase is one run of benchmarkConverge: the graph's shape, the engine timed ("baseline",
-// "rawssa" or "kdag") and, with proxy, the round trip a latency proxy adds to every request.
+// "rawssa" or "kdag"), with proxy, the round trip a latency proxy adds to every request, and
+// the kdag Controller's WithMaxParallelNodes (0: its default).
 type convergeCase struct {
 	width, depth int
 	engine       string
 	rtt          time.Duration
 	proxy        bool
+	parallel     int
 }
 
 // convergeCost adds up what the measured deploys of one engine cost.
@@ -299,7 +316,11 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		b.Cleanup(func() { _ = p.Close() }) // after the fixture's manager has stopped
 		fc.config = p.Config(env.Config)
 	}
-	f := startFixture(b, fc, convergeRM(width, depth))
+	var opts []Option
+	if cc.parallel > 0 {
+		opts = append(opts, WithMaxParallelNodes(cc.parallel))
+	}
+	f := startFixture(b, fc, convergeRM(width, depth), opts...)
 	// Warm up the informers, the REST mapper and the connection pool: one-off costs.
 	f.widget("warmup", testapi.WidgetSpec{MaxReplicas: 1})
 	f.waitCached(&testapi.Widget{}, "warmup", "cache sees Widget warmup", func() bool { return true })
@@ -339,8 +360,9 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		}
 		f.waitOwnedCached(name, nodes)
 		f.quiesce(quiet)
-		c.serverCPU += controlPlaneCPUTime(b) - server
+		// The client's CPU first: reading the control plane's from /proc is the benchmark's work.
 		c.clientCPU += processCPUTime() - client
+		c.serverCPU += controlPlaneCPUTime(b) - server
 		c.writes += len(writes)
 		c.reads += len(reads)
 		c.deploys++
