@@ -133,8 +133,8 @@ func WithReadyWhen(kind client.Object, fn ReadyFunc) Option {
 // with the default 4 concurrent reconciles a Controller has at most 256 writes in flight, about
 // the seats API Priority and Fairness gives the workload-low level (where a service account's
 // requests go) on a default kube-apiserver (600 seats × 100 of 245 shares); beyond its seats
-// the server queues requests fairly rather than refusing them. A node whose blockers are not
-// done takes no slot, so the bound costs a narrow graph nothing.
+// the server queues requests fairly, answering 429 only when its queues are full. A node whose
+// blockers are not done takes no slot, so the bound costs a narrow graph nothing.
 const defaultMaxParallelNodes = 64
 
 func (o *options) defaults(name string) {
