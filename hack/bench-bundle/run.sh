@@ -60,7 +60,7 @@ run() {
 
 for g in "${groups[@]}"; do
 	case $g in
-	converge) run converge controller.test 'BenchmarkConverge$|BenchmarkConverge_RTT$' 6x 6 ;;
+	converge) run converge controller.test 'BenchmarkConverge$|BenchmarkConverge_RTT$|BenchmarkConverge_Parallel$' 6x 6 ;;
 	scale) run scale controller.test 'BenchmarkScale$' 1x 2 ;;
 	replicas) run replicas controller.test 'BenchmarkScaleReplicas$' 1x 2 ;;
 	noop) run noop controller.test 'BenchmarkReconcile/nodes=100/state=noop$' 400x 6 ;;
