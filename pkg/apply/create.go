@@ -30,9 +30,9 @@ func (e *Engine) create(ctx context.Context, owner Owner, desired *unstructured.
 	name := describe(desired, gvk)
 	existing := &metav1.PartialObjectMetadata{}
 	for attempt := 1; ; attempt++ {
-		switch err := e.CreateIfAbsent(ctx, desired); {
+		switch created, err := e.createIfAbsent(ctx, desired); {
 		case err == nil:
-			return Change{Action: Created, Object: desired}, nil
+			return Change{Action: Created, Object: created}, nil
 		case !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err):
 			return Change{Action: Created}, err
 		}

@@ -358,3 +358,51 @@ func TestEngine_DriftReport(t *testing.T) {
 		}
 	}
 }
+
+// TestEngine_CreateReturnsTheStoredObject: a create returns the API server's response, typed for
+// the kinds whose readiness needs no conversion (a ConfigMap, a Secret) and unstructured for the
+// others (a Service), with the stored object's UID, resourceVersion and content; and the engine
+// remembers the object as verified at that resourceVersion, so the next apply of the same desired
+// state skips it without a write.
+func TestEngine_CreateReturnsTheStoredObject(t *testing.T) {
+	tests := []struct {
+		name  string
+		obj   func() client.Object
+		typed bool
+	}{
+		{name: "ConfigMap: typed", typed: true, obj: func() client.Object {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "created-cm"}, Data: map[string]string{"k": "v"}}
+		}},
+		{name: "Secret: typed", typed: true, obj: func() client.Object {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "created-secret"}, Data: map[string][]byte{"k": []byte("v")}}
+		}},
+		{name: "Service: unstructured", obj: func() client.Object {
+			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "created-svc"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		}},
+	}
+	f := newEngine(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch, writes, err := f.apply(tt.obj(), apply.Policy{})
+			if err != nil || ch.Action != apply.Created || writes != 1 {
+				t.Fatalf("create: %s with %d writes, error %v; want created with 1 write", ch.Action, writes, err)
+			}
+			if _, isU := ch.Object.(*unstructured.Unstructured); isU == tt.typed {
+				t.Errorf("create returned a %T, want typed %v", ch.Object, tt.typed)
+			}
+			live := f.live(tt.obj())
+			if ch.Object.GetUID() != live.GetUID() || ch.Object.GetResourceVersion() != live.GetResourceVersion() ||
+				ch.Object.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == "" ||
+				!metav1.IsControlledBy(ch.Object, f.owner.Object) {
+				t.Errorf("create returned uid %s, resourceVersion %s, annotations %v, owners %v; the API server holds %s, %s",
+					ch.Object.GetUID(), ch.Object.GetResourceVersion(), ch.Object.GetAnnotations(), ch.Object.GetOwnerReferences(),
+					live.GetUID(), live.GetResourceVersion())
+			}
+			again, writes, err := f.apply(tt.obj(), apply.Policy{})
+			if err != nil || again.Action != apply.Skipped || writes != 0 {
+				t.Errorf("the same desired state again: %s with %d writes, error %v; want skipped without a write", again.Action, writes, err)
+			}
+		})
+	}
+}

@@ -210,9 +210,11 @@ func (s *rttSampler) median() time.Duration { return percentile(s.samples, 0.5) 
 // engine=kdag also runs one untimed baseline deploy and one untimed convergeRawSSA deploy (the
 // floor: every object of a layer applied at once, nothing else) per iteration, interleaved with
 // its own, and reports speedup-x: the baseline's mean wall time over kdag's (target at width 10:
-// ≥ 3); rawssa-ms and rawssa-speedup-x: the floor's wall time and its speedup over the baseline,
+// ≥ 3), and x-baseline, its inverse (kdag's over the baseline's: ≤ 1.05 wanted on the chain);
+// rawssa-ms and rawssa-speedup-x: the floor's wall time and its speedup over the baseline,
 // the most any server-side-apply engine gets from this API server; x-rawssa: kdag's wall time
-// over the floor's.
+// over the floor's; baseline-client-cpu-ms and client-cpu-x: the baseline's client CPU per
+// deploy and kdag's over it (≤ 1.2 wanted), paired like the wall times.
 //
 // The shapes are those of the targets (width 10 × depth 3, width 50 × depth 2) and width 1 ×
 // depth 3, a chain, where no two requests compete for the API server: it shows the round trips
@@ -255,13 +257,30 @@ func BenchmarkConverge_RTT(b *testing.B) {
 	}
 }
 
+// BenchmarkConverge_Parallel is BenchmarkConverge's kdag engine at width 50 × depth 2 with
+// WithMaxParallelNodes 16, 32 and 64 (64: the whole layer at once), and 0: the default. Each
+// reports BenchmarkConverge's paired ratios (the baseline and the raw parallel floor, which
+// applies all 50 at once, run before each kdag deploy), so that the default's cost on a wide
+// layer is measured against the floor on the same machine.
+func BenchmarkConverge_Parallel(b *testing.B) {
+	quietLogs()
+	const width, depth = 50, 2
+	for _, p := range []int{16, 32, 64, 0} {
+		b.Run(fmt.Sprintf("width=%d/depth=%d/parallel=%d", width, depth, p), func(b *testing.B) {
+			benchmarkConverge(b, convergeCase{width: width, depth: depth, engine: "kdag", parallel: p})
+		})
+	}
+}
+
 // convergeCase is one run of benchmarkConverge: the graph's shape, the engine timed ("baseline",
-// "rawssa" or "kdag") and, with proxy, the round trip a latency proxy adds to every request.
+// "rawssa" or "kdag"), with proxy, the round trip a latency proxy adds to every request, and
+// the kdag Controller's WithMaxParallelNodes (0: its default).
 type convergeCase struct {
 	width, depth int
 	engine       string
 	rtt          time.Duration
 	proxy        bool
+	parallel     int
 }
 
 // convergeCost adds up what the measured deploys of one engine cost.
@@ -297,7 +316,11 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		b.Cleanup(func() { _ = p.Close() }) // after the fixture's manager has stopped
 		fc.config = p.Config(env.Config)
 	}
-	f := startFixture(b, fc, convergeRM(width, depth))
+	var opts []Option
+	if cc.parallel > 0 {
+		opts = append(opts, WithMaxParallelNodes(cc.parallel))
+	}
+	f := startFixture(b, fc, convergeRM(width, depth), opts...)
 	// Warm up the informers, the REST mapper and the connection pool: one-off costs.
 	f.widget("warmup", testapi.WidgetSpec{MaxReplicas: 1})
 	f.waitCached(&testapi.Widget{}, "warmup", "cache sees Widget warmup", func() bool { return true })
@@ -337,8 +360,9 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		}
 		f.waitOwnedCached(name, nodes)
 		f.quiesce(quiet)
-		c.serverCPU += controlPlaneCPUTime(b) - server
+		// The client's CPU first: reading the control plane's from /proc is the benchmark's work.
 		c.clientCPU += processCPUTime() - client
+		c.serverCPU += controlPlaneCPUTime(b) - server
 		c.writes += len(writes)
 		c.reads += len(reads)
 		c.deploys++
@@ -380,6 +404,9 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		b.ReportMetric(ms(rawCost.wall/time.Duration(rawCost.deploys)), "rawssa-ms")
 		b.ReportMetric(float64(baselineCost.wall)/float64(rawCost.wall), "rawssa-speedup-x")
 		b.ReportMetric(float64(kdagCost.wall)/float64(rawCost.wall), "x-rawssa")
+		b.ReportMetric(ms(baselineCost.clientCPU/time.Duration(baselineCost.deploys)), "baseline-client-cpu-ms")
+		b.ReportMetric(float64(kdagCost.clientCPU)/float64(baselineCost.clientCPU), "client-cpu-x")
+		b.ReportMetric(float64(kdagCost.wall)/float64(baselineCost.wall), "x-baseline")
 	}
 }
 

@@ -16,36 +16,47 @@ import (
 func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 	tests := []struct {
 		name        string
-		maxParallel int
+		maxParallel int // 0: the default
 		nodes       int
+		want        int
 	}{
-		{name: "bound 1", maxParallel: 1, nodes: 6},
-		{name: "bound 3", maxParallel: 3, nodes: 9},
+		{name: "bound 1", maxParallel: 1, nodes: 6, want: 1},
+		{name: "bound 3", maxParallel: 3, nodes: 9, want: 3},
+		// The default lets a layer as wide as the reference operators' widest run in one wave.
+		{name: "default", nodes: defaultMaxParallelNodes + 6, want: defaultMaxParallelNodes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var running, peak atomic.Int32
-			// The readiness check runs inside the node's work: a slow one shows how many run at once.
+			// The readiness check runs inside the node's work. Each one holds its node until
+			// want nodes ran at once (or a long safety wait passed, so a broken bound fails the
+			// assertion below rather than hanging): the peak is then exactly the bound.
 			slow := ReadyWhen(func(client.Object) (bool, error) {
 				n := running.Add(1)
 				defer running.Add(-1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
-				time.Sleep(30 * time.Millisecond)
+				for deadline := time.Now().Add(waitTimeout); peak.Load() < int32(tt.want) && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
 				return true, nil
 			})
+			var opts []Option
+			if tt.maxParallel > 0 {
+				opts = append(opts, WithMaxParallelNodes(tt.maxParallel))
+			}
 			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Builder) error {
 				for i := range tt.nodes {
 					b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}}, slow)
 				}
 				return nil
-			}}, WithMaxParallelNodes(tt.maxParallel))
+			}}, opts...)
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 			if err := f.reconcile("app"); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
-			if got := int(peak.Load()); got != tt.maxParallel {
-				t.Errorf("at most %d nodes ran at once, want %d (independent nodes up to MaxParallelNodes)", got, tt.maxParallel)
+			if got := int(peak.Load()); got != tt.want {
+				t.Errorf("at most %d nodes ran at once, want %d (independent nodes up to MaxParallelNodes)", got, tt.want)
 			}
 		})
 	}

@@ -50,11 +50,22 @@ const (
 	// scaleProfileEnv, when set in the benchmark's environment, makes each child write a CPU
 	// profile of itself to "<value>.<engine>" (go tool pprof <test binary> <file>).
 	scaleProfileEnv   = "KDAG_BENCH_SCALE_CPUPROFILE"
-	scaleOwners       = 1000
 	scaleChildren     = 10
 	scaleCreators     = 16 // goroutines that create the owners
 	scaleReadyTimeout = 15 * time.Minute
 )
+
+// scaleOwnersEnv, when set to a positive number, replaces the 1000 owners of BenchmarkScale,
+// BenchmarkScaleReplicas and BenchmarkResync (a many-core machine runs 5000: docs/benchmarks.md).
+const scaleOwnersEnv = "KDAG_BENCH_SCALE_OWNERS"
+
+// scaleOwners is how many owners the scale benchmarks create: 1000, or scaleOwnersEnv.
+var scaleOwners = func() int {
+	if n, err := strconv.Atoi(os.Getenv(scaleOwnersEnv)); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}()
 
 // scaleRawWorkers returns how many owners the raw writer writes at once: as many as the requests
 // a kdag manager with default options has in flight, MaxConcurrentReconciles × min(MaxParallelNodes,

@@ -28,10 +28,15 @@ func DesiredHash(u *unstructured.Unstructured, ignoreAnnotations ...string) (str
 	if u == nil {
 		return "", errors.New("hash desired object: nil object")
 	}
-	c := u.DeepCopy()
-	stripVolatile(c.Object)
-	if md, ok := c.Object["metadata"].(map[string]any); ok {
+	// A shallow copy of the maps this changes (the object, its metadata and annotations), not a
+	// deep copy of the whole object: encoding only reads the rest.
+	obj := maps.Clone(u.Object)
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		obj["metadata"] = md
 		if ann, ok := md["annotations"].(map[string]any); ok {
+			ann = maps.Clone(ann)
+			md["annotations"] = ann
 			for _, k := range ignoreAnnotations {
 				delete(ann, k)
 			}
@@ -40,7 +45,8 @@ func DesiredHash(u *unstructured.Unstructured, ignoreAnnotations ...string) (str
 			}
 		}
 	}
-	h, err := hashJSON(c.Object)
+	stripVolatile(obj)
+	h, err := hashJSON(obj)
 	return h, errors.Wrapf(err, "hash desired %s", describeU(u))
 }
 
