@@ -80,7 +80,7 @@ func NewAssigner(mgr ctrl.Manager, components []controller.Component, opts ...Op
 	}
 	a := &Assigner{
 		cfg: mgr.GetConfig(), httpClient: mgr.GetHTTPClient(), scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
-		writer: mgr.GetClient(), reader: mgr.GetAPIReader(), o: o, log: logr.Discard(),
+		writer: mgr.GetClient(), reader: mgr.GetAPIReader(), o: o, log: mgr.GetLogger(),
 		controllers: map[string]schema.GroupVersionKind{},
 	}
 	seen := map[schema.GroupVersionKind]bool{}
@@ -104,7 +104,7 @@ func (a *Assigner) NeedLeaderElection() bool { return true }
 // Start runs the assigner until ctx is done (then it returns nil). It returns an error when its
 // cache cannot be set up or stops on its own.
 func (a *Assigner) Start(ctx context.Context) error {
-	a.log = logr.FromContextOrDiscard(ctx).WithName("shard-assigner")
+	a.log = runLogger(ctx, a.log).WithName("shard-assigner")
 	c, err := a.newCache()
 	if err != nil {
 		return err
