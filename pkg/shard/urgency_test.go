@@ -119,7 +119,7 @@ func TestAssigner_MovesTheUrgentFirstAndAtOnce(t *testing.T) {
 	w := &gatedWriter{Client: env.Client, full: make(chan struct{})}
 	a := &Assigner{writer: w, reader: env.Client, o: o, log: logr.Discard(),
 		gvks: []schema.GroupVersionKind{testapi.GroupVersion.WithKind("Widget")}}
-	a.pass(t.Context(), env.Client)
+	a.pass(t.Context(), client.NewNamespacedClient(env.Client, ns)) // as the assigner's cache of watched namespaces
 
 	if got := len(w.started); got != len(asks)+4+1 {
 		t.Errorf("%d patches, want %d (%d hand-overs asked, 4 labels, 1 relabel of the Terminating Widget)", got, len(asks)+5, len(asks))
