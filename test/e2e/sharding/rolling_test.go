@@ -146,7 +146,8 @@ func (s *sampler) deleted(name string, t time.Time) {
 // --shards=auto (member Lease duration rollLease) run 200 Valkeys; then a rolling restart
 // replaces each replica by one with a new ID (started first and live before the old one goes,
 // as a Deployment's rollout with maxSurge 1 does), while 100 Valkeys are created, 60 get a new
-// spec and 100 are deleted, each batch sent just before an old replica dies. Two old replicas
+// spec and 100 are deleted, each batch sent just before an old replica dies, half the
+// deletions just after. Two old replicas
 // stop with SIGTERM, as a rollout stops them; the one that runs the assigner goes last, with
 // SIGKILL, as on a node's crash. In the end: every Valkey Ready for its generation on the new
 // replica the ring gives it, or gone; no deleted Valkey Terminating longer than 2 × rollLease
@@ -213,13 +214,10 @@ func TestRollingRestart(t *testing.T) {
 	t.Cleanup(stopSampling)
 
 	// The replica that runs the assigner is the only one that logged a move; it goes last.
-	assigner := assignerOf(t, all...)
+	assigner := assignerOf(t, leaseNS, all...)
 	order := slices.DeleteFunc([]string{"a1", "a2", "a3"}, func(id string) bool { return id == assigner })
 	order = append(order, assigner)
 	t.Logf("rollout order %v (%s runs the assigner)", order, assigner)
-	if _, why := assignmentOf(t.Context(), ns, live, rollFirst); why != "" {
-		t.Fatalf("before the rollout: %s", why)
-	}
 
 	died := map[string]time.Time{}
 	rollout := time.Now()
@@ -251,21 +249,26 @@ func TestRollingRestart(t *testing.T) {
 		})
 		updated += n
 		from, n = batch(rollDeleted)
-		do("delete Valkeys", n, func(ctx context.Context, i int) error {
-			if err := cl.Delete(ctx, &giteav1alpha1.Valkey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(from + i)}}); err != nil {
-				return err
-			}
-			s.deleted(name(from+i), time.Now())
-			return nil
-		})
-		deleted += n
-
+		del := func(from, n int) {
+			do("delete Valkeys", n, func(ctx context.Context, i int) error {
+				if err := cl.Delete(ctx, &giteav1alpha1.Valkey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(from + i)}}); err != nil {
+					return err
+				}
+				s.deleted(name(from+i), time.Now())
+				return nil
+			})
+		}
+		// Half the deletions before the old replica goes, half once it is gone: those of its
+		// owners stay Terminating until the assigner relabels them for a live replica.
+		del(from, n/2)
 		died[id] = time.Now()
 		if id == assigner {
 			old[id].kill()
 		} else {
 			old[id].stop(time.Minute)
 		}
+		del(from+n/2, n-n/2)
+		deleted += n
 		live = slices.DeleteFunc(live, func(l string) bool { return l == id })
 		t.Logf("step %d: %s replaced by %s at %s; %d created, %d updated, %d deleted so far", step+1, id, next,
 			time.Since(rollout).Round(100*time.Millisecond), created, updated, deleted)
@@ -339,6 +342,27 @@ func TestRollingRestart(t *testing.T) {
 	if worst > 2*rollLease {
 		t.Errorf("%s stayed Terminating %s after its replica %s died, want at most 2 × the Lease duration (%s)", worstOwner, worst, worstShard, 2*rollLease)
 	}
+	// How long the owners of each dead replica kept its label after it died (the sampler's
+	// precision): the Lease duration, the assigner's takeover when it died with it, its pass.
+	s.mu.Lock()
+	relabelled := map[string]time.Duration{}
+	for _, o := range s.owners {
+		for i, l := range o.labels {
+			at, ok := died[l.shard]
+			if !ok {
+				continue
+			}
+			until := o.gone
+			if i+1 < len(o.labels) {
+				until = o.labels[i+1].at
+			}
+			if !until.IsZero() && until.After(at) {
+				relabelled[l.shard] = max(relabelled[l.shard], until.Sub(at).Round(100*time.Millisecond))
+			}
+		}
+	}
+	s.mu.Unlock()
+	t.Logf("the last owner of each dead replica left it (relabelled or gone) this long after the replica died: %v", relabelled)
 	s.mu.Lock()
 	peak := 0
 	for _, c := range s.leases {
@@ -422,24 +446,28 @@ func memberLeases(t *testing.T, leaseNS string) []string {
 	return out
 }
 
-// assignerOf returns the replica that runs the assigner: the one whose log says it acquired the
-// assigner's election Lease (of those that have not released it: none has stopped yet). It fails
-// t unless exactly one has.
-func assignerOf(t *testing.T, replicas ...*replica) string {
+// assignerOf returns the replica that runs the assigner: the holder of the assigner's election
+// Lease in leaseNS (controller-runtime's identity, a host name and a UUID) is the one whose log
+// says it became leader. It fails t unless exactly one did.
+func assignerOf(t *testing.T, leaseNS string, replicas ...*replica) string {
 	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := cl.Get(t.Context(), client.ObjectKey{Namespace: leaseNS, Name: shard.AssignerLeaderElectionID}, l); err != nil {
+		t.Fatalf("the assigner's election Lease: %v", err)
+	}
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
 	var found []string
 	for _, r := range replicas {
 		b, err := os.ReadFile(r.log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(b), `"msg":"Successfully acquired lease","lock":"`) &&
-			strings.Contains(string(b), "/"+shard.AssignerLeaderElectionID+`"`) {
+		if holder != "" && strings.Contains(string(b), `"msg":"`+holder+` became leader"`) {
 			found = append(found, r.id)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("replicas with the assigner's moves in their logs: %v, want one", found)
+		t.Fatalf("replicas whose logs say %q became leader: %v, want one", holder, found)
 	}
 	return found[0]
 }
