@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -45,7 +46,18 @@ func NewMember(id string, c client.Client, r client.Reader, opts ...Option) (*Me
 	if err := controller.ValidateShard(id); err != nil {
 		return nil, errors.Wrap(err, "shard: member ID")
 	}
-	return &Member{id: id, client: c, reader: r, o: o, log: logr.Discard()}, nil
+	return &Member{id: id, client: c, reader: r, o: o, log: crlog.Log}, nil
+}
+
+// runLogger returns the logger of ctx, or fallback when ctx carries none: a controller-runtime
+// manager starts its runnables with a context without a logger, so the Member, Assigner and
+// Unserved fall back to the manager's logger (Add, NewAssigner, NewUnserved) or, for a Member
+// made with NewMember, to controller-runtime's global logger (ctrl.SetLogger).
+func runLogger(ctx context.Context, fallback logr.Logger) logr.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l
+	}
+	return fallback
 }
 
 // ID returns the replica's ID, the name of its shard.
@@ -59,7 +71,7 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // still be running). It returns an error when no renewal has succeeded for the renew deadline,
 // counted from Start for the first one.
 func (m *Member) Start(ctx context.Context) error {
-	m.log = logr.FromContextOrDiscard(ctx).WithName("shard-member").WithValues("shard", m.id)
+	m.log = runLogger(ctx, m.log).WithName("shard-member").WithValues("shard", m.id)
 	var lease *coordinationv1.Lease
 	last := time.Now() // the last renewal that succeeded, as of when it was sent
 	var lastErr error

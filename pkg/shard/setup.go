@@ -28,6 +28,7 @@ func Add(mgr ctrl.Manager, id string, components []controller.Component, opts ..
 	if err != nil {
 		return err
 	}
+	member.log = mgr.GetLogger()
 	for _, comp := range components {
 		if comp.Shard() != id {
 			return errors.Errorf("shard: component %s is in shard %q, not the replica's shard %q: give controller.WithShard(%q) "+

@@ -112,7 +112,7 @@ func NewUnserved(mgr ctrl.Manager, components []controller.Component, opts ...Op
 	u := &Unserved{
 		cfg: mgr.GetConfig(), httpClient: mgr.GetHTTPClient(), scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(),
 		reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("kdag-shard"), metrics: metrics.Register(ctrlmetrics.Registry),
-		o: o, log: logr.Discard(), interval: unservedInterval, grace: unservedGrace, minGap: unservedMinGap,
+		o: o, log: mgr.GetLogger(), interval: unservedInterval, grace: unservedGrace, minGap: unservedMinGap,
 		unserved: map[schema.GroupVersionKind]map[types.UID]sighting{},
 	}
 	seen := map[schema.GroupVersionKind]bool{}
@@ -145,7 +145,7 @@ func (u *Unserved) NeedLeaderElection() bool { return true }
 // Start looks at the owners until ctx is done (then it returns nil). It returns an error when
 // its cache cannot be set up or stops on its own.
 func (u *Unserved) Start(ctx context.Context) error {
-	u.log = logr.FromContextOrDiscard(ctx).WithName("shard-unserved")
+	u.log = runLogger(ctx, u.log).WithName("shard-unserved")
 	var namespaces map[string]cache.Config
 	if len(u.o.watchNamespaces) > 0 {
 		namespaces = map[string]cache.Config{}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -46,8 +47,9 @@ func TestMain(m *testing.M) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	// 300 Valkeys run a pod each: kwok's fake nodes take 110 pods each.
-	os.Exit(cluster.Main(cluster.Options{Name: clusterName, Nodes: 4, Log: os.Stderr}, func(c *cluster.Cluster) int {
+	// 300 Valkeys run a pod each, in each test: kwok's fake nodes take 110 pods each, and a
+	// test's pods may still be going when the next test's start.
+	os.Exit(cluster.Main(cluster.Options{Name: clusterName, Nodes: 6, Log: os.Stderr}, func(c *cluster.Cluster) int {
 		local = c
 		return run(m)
 	}))
@@ -55,7 +57,11 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	if cl, err = client.New(local.Config, client.Options{Scheme: scheme}); err != nil {
+	// The tests poll hundreds of owners while they create and delete others: client-go's
+	// default rate limit (5 requests a second) would hold their writes back for seconds.
+	cfg := rest.CopyConfig(local.Config)
+	cfg.QPS, cfg.Burst = 100, 200
+	if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

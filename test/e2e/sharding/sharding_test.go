@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,12 +37,19 @@ const (
 	leaseDuration = 30 * time.Second
 )
 
-// replica is one operator process with --shards=auto.
+// replica is one operator process with --shards=auto, run as a pod's container is: when it
+// exits on its own (a replica that could not renew its member Lease in time stops, by design),
+// it is started again with the same ID, as the kubelet restarts a container in the same pod.
 type replica struct {
 	id   string
 	log  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	args []string
+	done chan struct{} // closed once the test stopped it and it exited
+
+	mu       sync.Mutex
+	proc     *os.Process // the running process
+	stopping bool        // the test stopped it: no restart
+	restarts int         // how many times it exited on its own and was started again
 }
 
 // startReplica runs the operator binary as the replica id of dynamic shards whose Leases go in
@@ -48,35 +57,110 @@ type replica struct {
 // The test's cleanup kills it.
 func startReplica(t *testing.T, dir, id, leaseNS string) *replica {
 	t.Helper()
-	r := &replica{id: id, log: filepath.Join(dir, id+".log"), done: make(chan struct{})}
+	return startReplicaLease(t, dir, id, leaseNS, leaseDuration)
+}
+
+// startReplicaLease is startReplica with the member Lease duration lease.
+func startReplicaLease(t *testing.T, dir, id, leaseNS string, lease time.Duration) *replica {
+	t.Helper()
+	r := &replica{id: id, log: filepath.Join(dir, id+".log"), done: make(chan struct{}), args: []string{
+		"--shards=auto", "--shard-id=" + id, "--leader-election-namespace=" + leaseNS,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--shard-lease-duration=" + lease.String(),
+		"--zap-log-level=debug", "--zap-encoder=json", "--zap-time-encoding=rfc3339nano",
+	}}
 	f, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(operator, "--shards=auto", "--shard-id="+id, "--leader-election-namespace="+leaseNS,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--shard-lease-duration="+leaseDuration.String(),
-		"--zap-log-level=debug", "--zap-encoder=json", "--zap-time-encoding=rfc3339nano")
-	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	r.cmd.Stdout, r.cmd.Stderr = f, f
-	r.cmd.SysProcAttr = dieWithParent()
-	if err := r.cmd.Start(); err != nil {
+	cmd, err := r.start(f)
+	if err != nil {
 		t.Fatalf("start replica %s: %v", id, err)
 	}
-	go func() {
-		_ = r.cmd.Wait()
-		f.Close()
-		close(r.done)
-	}()
+	go r.supervise(f, cmd)
 	t.Cleanup(r.kill)
 	return r
+}
+
+// start starts the replica's process, its output appended to f.
+func (r *replica) start(f *os.File) (*exec.Cmd, error) {
+	cmd := exec.Command(operator, r.args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.proc = cmd.Process
+	r.mu.Unlock()
+	return cmd, nil
+}
+
+// supervise waits for cmd, and starts the replica again (after a second, as a container's first
+// restart) until the test stops it; then it closes f and done.
+func (r *replica) supervise(f *os.File, cmd *exec.Cmd) {
+	defer close(r.done)
+	defer f.Close()
+	for {
+		err := cmd.Wait()
+		r.mu.Lock()
+		stopping := r.stopping
+		if !stopping {
+			r.restarts++
+		}
+		r.mu.Unlock()
+		if stopping {
+			return
+		}
+		fmt.Fprintf(f, "{\"level\":\"info\",\"ts\":%q,\"msg\":\"test: the replica exited on its own (%v); starting it again\"}\n",
+			time.Now().UTC().Format(time.RFC3339Nano), err)
+		time.Sleep(time.Second)
+		r.mu.Lock()
+		stopping = r.stopping
+		r.mu.Unlock()
+		if stopping {
+			return
+		}
+		if cmd, err = r.start(f); err != nil {
+			fmt.Fprintf(f, "{\"level\":\"error\",\"msg\":\"test: start again: %v\"}\n", err)
+			return
+		}
+	}
+}
+
+// signal marks the replica stopped by the test (no restart) and sends sig to its process.
+func (r *replica) signal(sig os.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopping = true
+	_ = r.proc.Signal(sig)
+}
+
+// restarted returns how many times the replica exited on its own and was started again.
+func (r *replica) restarted() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.restarts
 }
 
 // kill stops the replica at once (SIGKILL: no Lease released, no reconcile finished) and waits
 // for it.
 func (r *replica) kill() {
-	_ = r.cmd.Process.Kill()
+	r.signal(os.Kill)
 	<-r.done
+}
+
+// stop asks the replica to stop as a pod's rollout does (SIGTERM: the manager ends its
+// reconciles and releases its election) and waits until it has exited, at most grace; then it
+// kills it.
+func (r *replica) stop(grace time.Duration) {
+	r.signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(grace):
+		r.kill()
+	}
 }
 
 // span is one reconcile of an owner by a replica, from its log line.
@@ -143,16 +227,22 @@ func checkNoOverlap(t *testing.T, spans map[string][]span) {
 }
 
 // assignment lists the Valkeys of ns and returns each one's shard label by "namespace/name", or
-// why they are not all settled: every one labelled with the member of live that the assigner's
-// ring (shard.Ring) gives it, none with a pending hand-over, and each Ready for its generation.
+// why they are not all settled: the test's owners Valkeys, every one labelled with the member of
+// live that the assigner's ring (shard.Ring) gives it, none with a pending hand-over, and each
+// Ready for its generation.
 func assignment(ctx context.Context, ns string, live []string) (map[string]string, string) {
+	return assignmentOf(ctx, ns, live, owners)
+}
+
+// assignmentOf is assignment for want Valkeys (none being deleted) in ns.
+func assignmentOf(ctx context.Context, ns string, live []string, want int) (map[string]string, string) {
 	ring := shard.NewRing(live...)
 	list := &giteav1alpha1.ValkeyList{}
 	if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return nil, err.Error()
 	}
-	if len(list.Items) != owners {
-		return nil, fmt.Sprintf("%d Valkeys, want %d", len(list.Items), owners)
+	if len(list.Items) != want {
+		return nil, fmt.Sprintf("%d Valkeys, want %d", len(list.Items), want)
 	}
 	out := map[string]string{}
 	notReady, unassigned, moving := 0, 0, 0
@@ -161,6 +251,8 @@ func assignment(ctx context.Context, ns string, live []string) (map[string]strin
 		label := v.Labels[kdagv1alpha1.LabelShard]
 		out[v.Namespace+"/"+v.Name] = label
 		switch ready := meta.FindStatusCondition(v.Status.Conditions, kdagv1alpha1.ConditionReady); {
+		case v.DeletionTimestamp != nil:
+			return nil, fmt.Sprintf("%s on %s is being deleted", v.Name, label)
 		case label != ring.Owner(v.Namespace+"/"+v.Name):
 			unassigned++
 		case v.Annotations[kdagv1alpha1.AnnotationShardNext] != "":
