@@ -86,7 +86,7 @@ func nextComponents() []controller.Component {
 func fleetGitea(ns string, i int) *giteav1alpha1.Gitea {
 	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("g-%02d", i),
 		Labels: map[string]string{"tier": []string{"dev", "prod"}[i%2]}}}
-	g.Spec.Cache = giteav1alpha1.CacheSpec{Enabled: i%10 != 0, Version: giteav1alpha1.DefaultValkeyVersion}
+	g.Spec.Cache = giteav1alpha1.CacheSpec{Enabled: ptr.To(i%10 != 0)}
 	// (With the version set: a zero CacheSpec is left out of the request, omitzero, and the
 	// API server's default, enabled, would apply.)
 	if i%5 == 0 {

@@ -54,7 +54,7 @@ func (ResourceManager) AddResources(_ context.Context, g *giteav1alpha1.Gitea, b
 		databaseSecret = postgresql.CredentialsSecretName(pg.Name)
 	}
 	cacheAddress := ""
-	if g.Spec.Cache.Enabled {
+	if g.Spec.Cache.IsEnabled() {
 		vk := valkeyCache(g)
 		before = append(before, b.Add(vk))
 		cacheAddress = valkey.Address(vk.Name, g.Namespace)

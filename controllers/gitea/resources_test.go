@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
@@ -55,7 +56,7 @@ func defaulted(mods ...func(*giteav1alpha1.Gitea)) *giteav1alpha1.Gitea {
 				},
 			},
 			Cache: giteav1alpha1.CacheSpec{
-				Enabled:   true,
+				Enabled:   ptr.To(true),
 				Version:   giteav1alpha1.DefaultValkeyVersion,
 				Image:     giteav1alpha1.DefaultValkeyImage,
 				Resources: requests("50m", "64Mi"),
@@ -75,7 +76,7 @@ func external(g *giteav1alpha1.Gitea) {
 	}
 }
 
-func noCache(g *giteav1alpha1.Gitea) { g.Spec.Cache.Enabled = false }
+func noCache(g *giteav1alpha1.Gitea) { g.Spec.Cache.Enabled = ptr.To(false) }
 
 func plan(t *testing.T, g *giteav1alpha1.Gitea) *controller.Plan {
 	t.Helper()

@@ -30,7 +30,7 @@ func (ResourceManager) Validate(_ context.Context, g *giteav1alpha1.Gitea) error
 	if g.Spec.Database.Type != giteav1alpha1.DatabaseExternal {
 		names = append(names, postgresql.ServiceName(postgreSQLName(g))+"-0") // the StatefulSet's pod
 	}
-	if g.Spec.Cache.Enabled {
+	if g.Spec.Cache.IsEnabled() {
 		names = append(names, valkey.ServiceName(valkeyName(g)))
 	}
 	var problems []string

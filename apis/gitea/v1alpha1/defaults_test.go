@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
@@ -85,7 +86,7 @@ func TestDefaults_MinimalSampleMatchesGoConstants(t *testing.T) {
 	}
 
 	c := s.Cache
-	if !c.Enabled || c.Version != v1alpha1.DefaultValkeyVersion || c.Image != v1alpha1.DefaultValkeyImage {
+	if c.Enabled == nil || !*c.Enabled || c.Version != v1alpha1.DefaultValkeyVersion || c.Image != v1alpha1.DefaultValkeyImage {
 		t.Errorf("cache = %+v, want enabled, %q, %q", c, v1alpha1.DefaultValkeyVersion, v1alpha1.DefaultValkeyImage)
 	}
 	checkRequests(t, "cache.resources", c.Resources, "50m", "64Mi")
@@ -111,7 +112,7 @@ func TestDefaults_ManagedBlockOnlyWhenDatabaseAbsent(t *testing.T) {
 		t.Errorf("database.managed = %+v, want unset when the user wrote the database block", g.Spec.Database.Managed)
 	}
 	// Zero values of the Go types are omitted, so a typed client gets the schema defaults too.
-	if g.Spec.Version != v1alpha1.DefaultGiteaVersion || g.Spec.Replicas != 1 || !g.Spec.Cache.Enabled {
+	if g.Spec.Version != v1alpha1.DefaultGiteaVersion || g.Spec.Replicas != 1 || !g.Spec.Cache.IsEnabled() {
 		t.Errorf("typed create did not get the defaults: %+v", g.Spec)
 	}
 	checkStorage(t, "storage", g.Spec.Storage.StorageSpec)
@@ -166,4 +167,36 @@ func TestDefaults_ChildKinds(t *testing.T) {
 		t.Errorf("giteaserver.storage.accessMode = %q, want ReadWriteOnce", s.Storage.AccessMode)
 	}
 	checkRequests(t, "giteaserver.resources", s.Resources, "100m", "256Mi")
+}
+
+// A typed client that turns the cache off gets it off: false is sent, not left out as the zero
+// value of an otherwise empty CacheSpec and turned back on by the schema's default.
+func TestDefaults_TypedClientCanDisableTheCache(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		enabled *bool
+		want    bool
+	}{
+		{"off", ptr.To(false), false},
+		{"on", ptr.To(true), true},
+		{"unset", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &v1alpha1.Gitea{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-" + tt.name},
+				Spec:       v1alpha1.GiteaSpec{Cache: v1alpha1.CacheSpec{Enabled: tt.enabled}},
+			}
+			if err := env.Client.Create(ctx, g, strict); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if g.Spec.Cache.Enabled == nil {
+				t.Fatalf("cache.enabled unset after create, want the schema's default or the client's value")
+			}
+			if got := *g.Spec.Cache.Enabled; got != tt.want || g.Spec.Cache.IsEnabled() != tt.want {
+				t.Errorf("cache.enabled = %v (IsEnabled %v), want %v", got, g.Spec.Cache.IsEnabled(), tt.want)
+			}
+		})
+	}
 }

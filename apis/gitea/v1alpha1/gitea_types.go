@@ -146,9 +146,13 @@ type ExternalDatabaseSpec struct {
 type CacheSpec struct {
 	// Enabled runs a Valkey child and points Gitea's cache, session and global lock at it.
 	// Disabled, Gitea keeps them in memory, which only works with one replica. Defaults to true.
+	// A pointer, as the API conventions ask of an optional field with a default: with a plain
+	// bool, a Go client's false would be the zero value, left out of the request with the rest of
+	// an otherwise empty CacheSpec, and the default would turn the cache back on. Read it with
+	// IsEnabled.
 	// +optional
 	// +kubebuilder:default=true
-	Enabled bool `json:"enabled"`
+	Enabled *bool `json:"enabled,omitempty"`
 	// Version is the Valkey version, an image tag of the official image ("8.1"). Defaults to 8.1.
 	// +optional
 	// +kubebuilder:default="8.1"
@@ -170,6 +174,10 @@ type CacheSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || ['cpu', 'memory'].all(r, !(r in self.limits) || !(r in self.requests) || !isQuantity(string(self.limits[r])) || !isQuantity(string(self.requests[r])) || !quantity(string(self.limits[r])).isLessThan(quantity(string(self.requests[r]))))",message="resources.limits must not be below resources.requests (cpu, memory): the API server refuses such a container"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 }
+
+// IsEnabled reports whether the Gitea runs a Valkey cache: Enabled, or true when it is unset (the
+// schema's default, for an object not yet defaulted by the API server).
+func (c CacheSpec) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
 
 // GiteaStatus is the observed state of a Gitea.
 type GiteaStatus struct {
