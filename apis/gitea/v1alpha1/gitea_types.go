@@ -146,10 +146,6 @@ type ExternalDatabaseSpec struct {
 type CacheSpec struct {
 	// Enabled runs a Valkey child and points Gitea's cache, session and global lock at it.
 	// Disabled, Gitea keeps them in memory, which only works with one replica. Defaults to true.
-	// A pointer, as the API conventions ask of an optional field with a default: with a plain
-	// bool, a Go client's false would be the zero value, left out of the request with the rest of
-	// an otherwise empty CacheSpec, and the default would turn the cache back on. Read it with
-	// IsEnabled.
 	// +optional
 	// +kubebuilder:default=true
 	Enabled *bool `json:"enabled,omitempty"`
@@ -177,6 +173,10 @@ type CacheSpec struct {
 
 // IsEnabled reports whether the Gitea runs a Valkey cache: Enabled, or true when it is unset (the
 // schema's default, for an object not yet defaulted by the API server).
+//
+// Enabled is a pointer, as the API conventions ask of an optional field with a default: with a
+// plain bool, a Go client's false would be the zero value, left out of the request with the rest
+// of an otherwise empty CacheSpec, and the schema's default would turn the cache back on.
 func (c CacheSpec) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
 
 // GiteaStatus is the observed state of a Gitea.
