@@ -76,7 +76,8 @@ type scaleHelperConfig struct {
 	Children  int
 	// Owners is how many settled owners engine "kdag-resync" expects to reconcile.
 	Owners int
-	// Shard is the static shard of engine "kdag"'s manager (WithShard); "" for none.
+	// Shard is the static shard of engine "kdag"'s manager (as --shard: package shard's cache
+	// selection and Controller options); "" for none.
 	Shard string
 }
 
@@ -148,7 +149,7 @@ func BenchmarkScale(b *testing.B) {
 
 // BenchmarkScaleReplicas is BenchmarkScale's kdag engine with the owners spread over replicas
 // (issue 17): replicas=1 is one unsharded manager, replicas=3 three managers, each a static shard
-// (WithShard, a process of its own) of a third of the owners, labelled at creation. The two run
+// (package shard's static shard, as --shard; a process of its own) of a third of the owners, labelled at creation. The two run
 // alternately, once per iteration each, so that the API server's drift hits both alike; besides
 // BenchmarkScale's metrics (cpu-s: the replicas' sum, peak-RSS-MiB: the highest) it reports each
 // replica's CPU and peak RSS (replica-N-cpu-s, replica-N-peak-RSS-MiB) and x-replicas=1, the time
@@ -681,19 +682,21 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 
 // newScaleManager returns a manager with one kdag Controller with default options, not started.
 func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Controller, error) {
+	cacheOpts, err := ShardCache(CacheOptions(scheme, For("scale", scaleRM{})), cfg.Shard)
+	if err != nil {
+		return nil, nil, err
+	}
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{cfg.Namespace: {}}
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		MapperProvider: MapperProvider,
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			ByObject:          CacheOptions(scheme, For("scale", scaleRM{}, WithShard(cfg.Shard))).ByObject,
-		},
+		Cache:          cacheOpts,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := New(mgr, "scale", scaleRM{children: cfg.Children}, WithShard(cfg.Shard))
+	c, err := New(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard)...)
 	if err != nil {
 		return nil, nil, err
 	}
