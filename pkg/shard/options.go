@@ -16,7 +16,7 @@ const (
 	// controller-runtime's leader election Lease.
 	DefaultLeaseDuration = 15 * time.Second
 	// DefaultLeaderElectionID is the leader election ID of kdag's unsharded manager: the Lease of
-	// static shard NAME is "NAME.<it>" (controller.LeaderElectionID).
+	// static shard NAME is "NAME.<it>" (LeaderElectionID).
 	DefaultLeaderElectionID = "kdag.kdag.dev"
 )
 
@@ -70,7 +70,7 @@ func WithWatchNamespaces(namespaces ...string) Option {
 }
 
 // WithLeaderElectionID sets the leader election ID of the operator's unsharded manager, whose
-// static shards' managers elect on the Leases controller.LeaderElectionID(id, shard) in the
+// static shards' managers elect on the Leases LeaderElectionID(id, shard) in the
 // namespace of WithNamespace: Unserved reads them to tell which static shards run. Default:
 // DefaultLeaderElectionID.
 func WithLeaderElectionID(id string) Option {

@@ -53,7 +53,7 @@ const (
 // served when one of the Leases in the namespace of WithNamespace is live (renewed within its
 // own duration, with a holder):
 //
-//   - the leader election Lease of its static shard's managers, controller.LeaderElectionID of
+//   - the leader election Lease of its static shard's managers, LeaderElectionID of
 //     WithLeaderElectionID and the shard ("tenants-a.kdag.kdag.dev"), or
 //   - the member Lease of its dynamic shard's replica ("<group>-shard-<id>", as Member writes it);
 //
@@ -242,7 +242,7 @@ func (u *Unserved) warn(owner *metav1.PartialObjectMetadata, shard string) {
 }
 
 // servedShards returns the shards that leases (those of the namespace of o) say are served at
-// now: the static shards whose leader election Lease (controller.LeaderElectionID of o's ID and
+// now: the static shards whose leader election Lease (LeaderElectionID of o's ID and
 // the shard) is live, and the dynamic shards whose member Lease is. A Lease is live when it has
 // a holder and was renewed within its duration. The unsharded manager's and the assigner's
 // Leases name no shard.
