@@ -152,7 +152,8 @@ func BenchmarkScale(b *testing.B) {
 // (package shard's static shard, as --shard; a process of its own) of a third of the owners, labelled at creation. The two run
 // alternately, once per iteration each, so that the API server's drift hits both alike; besides
 // BenchmarkScale's metrics (cpu-s: the replicas' sum, peak-RSS-MiB: the highest) it reports each
-// replica's CPU and peak RSS (replica-N-cpu-s, replica-N-peak-RSS-MiB) and x-replicas=1, the time
+// replica's CPU and peak RSS (replica-N-cpu-s, replica-N-peak-RSS-MiB), the replicas=1 runs' time
+// and peak RSS (replicas=1-seconds-to-ready, replicas=1-peak-RSS-MiB) and x-replicas=1, the time
 // over the replicas=1 runs'. Owners are pre-labelled, so the assignment of dynamic shards
 // (--shards=auto: one more patch per owner) is not in it. Skipped with -short; needs /proc.
 func BenchmarkScaleReplicas(b *testing.B) {
@@ -167,8 +168,10 @@ func BenchmarkScaleReplicas(b *testing.B) {
 	b.Run(shape+"/replicas=3", func(b *testing.B) {
 		var runs []scaleRun
 		var one []time.Duration
+		var oneRSS int64
 		for b.Loop() {
-			one = append(one, runScale(b, "kdag", scaleOwners, scaleChildren, false).elapsed)
+			r := runScale(b, "kdag", scaleOwners, scaleChildren, false)
+			one, oneRSS = append(one, r.elapsed), max(oneRSS, r.rss)
 			runs = append(runs, runScaleShards(b, "kdag", []string{"s0", "s1", "s2"}, scaleOwners, scaleChildren, true))
 		}
 		reportScale(b, runs, scaleOwners)
@@ -177,6 +180,7 @@ func BenchmarkScaleReplicas(b *testing.B) {
 			times[i] = r.elapsed
 		}
 		b.ReportMetric(meanDuration(one).Seconds(), "replicas=1-seconds-to-ready")
+		b.ReportMetric(float64(oneRSS)/(1<<20), "replicas=1-peak-RSS-MiB")
 		b.ReportMetric(float64(meanDuration(times))/float64(meanDuration(one)), "x-replicas=1")
 		for i := range runs[0].perReplica {
 			var cpu []time.Duration
