@@ -14,24 +14,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/shard"
@@ -57,10 +53,7 @@ type options struct {
 	probeAddr     string
 	leaderElect   bool
 	leaderElectNS string
-	shard         string
-	shards        string
-	shardID       string
-	shardLease    time.Duration
+	sharding      shard.Options
 	concurrency   int
 	perController map[string]*int
 	zap           zap.Options
@@ -76,18 +69,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Hold a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty means the namespace the manager runs in.")
-	fs.StringVar(&o.shard, "shard", "",
-		"Reconcile only the owners labelled "+kdagv1alpha1.LabelShard+"=SHARD, in a leader election of their own; "+
-			"empty means the owners without that label. See docs/sharding.md.")
-	fs.StringVar(&o.shards, "shards", "",
-		"\"auto\": dynamic shards. Every replica reconciles its own shard, named --shard-id, and the owners without a "+
-			"static shard are spread over the live replicas (member Leases in --leader-election-namespace). "+
-			"Implies --leader-elect (for the assigner); excludes --shard. See docs/sharding.md.")
-	fs.DurationVar(&o.shardLease, "shard-lease-duration", shard.DefaultLeaseDuration,
-		"With --shards=auto, how long a replica's member Lease stays live after its last renewal: its owners move to "+
-			"the other replicas that long after it stops (whole seconds).")
-	fs.StringVar(&o.shardID, "shard-id", "",
-		"With --shards=auto, this replica's shard name; empty means the host name (the pod's name), made a DNS-1123 label.")
+	o.sharding.RegisterFlags(fs) // --shard, --shards, --shard-id, --shard-lease-duration
 	fs.IntVar(&o.concurrency, "concurrency", 0, "Owners reconciled in parallel by each controller; 0 means kdag's default (4).")
 	o.perController = map[string]*int{}
 	for _, c := range controllers.Components(nil) {
@@ -129,8 +111,9 @@ func main() {
 // run starts the manager and blocks until SIGINT or SIGTERM; it returns an error when the manager
 // cannot be configured or stops on a failure.
 func run(opts options) error {
-	sharding, err := opts.sharding()
-	if err != nil {
+	sharding := opts.sharding
+	sharding.LeaderElect, sharding.Namespace, sharding.LeaderElectionID = opts.leaderElect, opts.leaderElectNS, leaderElectionID
+	if err := sharding.Complete(); err != nil {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
@@ -156,40 +139,28 @@ func run(opts options) error {
 			concurrency[name] = opts.concurrency
 		}
 	}
-	components := controllers.Components(concurrency, controller.WithOperatorVersion(version), controller.WithShard(sharding.shard))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress:        opts.probeAddr,
-		LeaderElection:                sharding.leaderElect,
-		LeaderElectionID:              sharding.leaderElectionID,
-		LeaderElectionNamespace:       sharding.namespace,
-		LeaderElectionReleaseOnCancel: sharding.auto,
-		Cache:                         controller.CacheOptions(scheme, components...),
-		MapperProvider:                controller.MapperProvider,
-		// With dynamic shards, every replica reconciles (its own shard); only the assigner is elected.
-		Controller: config.Controller{NeedLeaderElection: ptr.To(!sharding.auto)},
+	components := controllers.Components(concurrency, controller.WithOperatorVersion(version))
+	mgrOpts, err := sharding.ManagerOptions(ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress: opts.probeAddr,
+		Cache:                  controller.CacheOptions(scheme, components...),
+		MapperProvider:         controller.MapperProvider,
 	})
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return errors.Wrap(err, "create manager")
 	}
-	if err := controller.Setup(ctx, mgr, components); err != nil {
+	if err := controller.Setup(ctx, mgr, components, sharding.ControllerOptions(mgr)...); err != nil {
 		return err
 	}
-	if sharding.auto {
-		if err := shard.Add(mgr, sharding.shard, components, shard.WithNamespace(sharding.namespace),
-			shard.WithLeaseDuration(opts.shardLease)); err != nil {
-			return err
-		}
-	}
-	// In every mode: a Warning event and kdag_owners_unserved for owners whose shard no manager serves.
-	if ns := sharding.leaseNamespace(); ns != "" {
-		if err := shard.AddUnserved(mgr, components, shard.WithNamespace(ns), shard.WithLeaderElectionID(leaderElectionID)); err != nil {
-			return err
-		}
-	} else {
-		ctrl.Log.WithName("setup").Info("not checking for owners of shards that no manager serves: no namespace for the Leases " +
-			"(set --leader-election-namespace)")
+	// Dynamic shards: the member Lease and the assigner. In every mode: a Warning event and
+	// kdag_owners_unserved for owners whose shard no manager serves.
+	if err := sharding.Add(mgr, components); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add health check")
@@ -197,78 +168,11 @@ func run(opts options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return errors.Wrap(err, "add ready check")
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency), "shard", sharding.shard,
-		"dynamicShards", sharding.auto)
+	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "controllers", len(concurrency), "shard", sharding.Name(),
+		"dynamicShards", sharding.Auto())
 	return errors.Wrap(mgr.Start(ctx), "run manager")
 }
 
-// sharding is how the manager shares the owners with others, from the flags.
-type sharding struct {
-	auto             bool   // --shards=auto
-	shard            string // the manager's shard: --shard, or the replica's ID with --shards=auto
-	leaderElect      bool
-	leaderElectionID string
-	namespace        string // of the leader election Lease, and of the member Leases with auto
-}
-
-// serviceAccountNamespace is where a pod finds its own namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 // leaderElectionID is the unsharded manager's leader election ID; static shard NAME's is
-// "NAME.<it>" (controller.LeaderElectionID).
+// "NAME.<it>" (shard.LeaderElectionID).
 const leaderElectionID = "kdag.kdag.dev"
-
-// leaseNamespace returns the namespace of the managers' Leases: --leader-election-namespace, or
-// in a pod the pod's namespace, as controller-runtime's leader election; "" when neither is known.
-func (s sharding) leaseNamespace() string {
-	if s.namespace != "" {
-		return s.namespace
-	}
-	ns, err := os.ReadFile(serviceAccountNamespace)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(ns))
-}
-
-// sharding checks the sharding flags (a shard is the value of a label and part of a Lease's
-// name: checked before anything runs) and returns what they mean, or an error that names the
-// flag to fix.
-func (o options) sharding() (sharding, error) {
-	s := sharding{shard: o.shard, leaderElect: o.leaderElect, namespace: o.leaderElectNS}
-	switch o.shards {
-	case "":
-		if o.shardID != "" {
-			return s, errors.New("--shard-id needs --shards=auto")
-		}
-		id, err := controller.LeaderElectionID(leaderElectionID, o.shard)
-		s.leaderElectionID = id
-		return s, errors.Wrap(err, "--shard")
-	case "auto":
-	default:
-		return s, errors.Errorf("--shards=%q: the only value is \"auto\"", o.shards)
-	}
-	if o.shard != "" {
-		return s, errors.New("--shard and --shards=auto exclude each other: a replica of dynamic shards is the shard --shard-id")
-	}
-	s.auto, s.leaderElect, s.leaderElectionID = true, true, shard.AssignerLeaderElectionID
-	s.shard = o.shardID
-	if s.shard == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return s, errors.Wrap(err, "--shards=auto: no --shard-id, and no host name to take it from")
-		}
-		s.shard = shard.SanitizeID(host)
-	}
-	if err := controller.ValidateShard(s.shard); err != nil {
-		return s, errors.Wrap(err, "--shard-id")
-	}
-	if s.namespace == "" {
-		ns, err := os.ReadFile(serviceAccountNamespace)
-		if err != nil {
-			return s, errors.New("--shards=auto outside a pod: set --leader-election-namespace, where the replicas' Leases go")
-		}
-		s.namespace = strings.TrimSpace(string(ns))
-	}
-	return s, nil
-}

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kdag-dev/kdag/pkg/shard"
 )
 
 const redacted = "<generated when created; never printed>"
@@ -156,60 +160,93 @@ func TestRunPlan_Text(t *testing.T) {
 // TestRun_InvalidShard: a --shard that cannot be a label value and a Lease name stops the
 // manager before it connects to anything, saying which flag is wrong.
 func TestRun_InvalidShard(t *testing.T) {
-	for _, shard := range []string{"Shard_A", "a.b", strings.Repeat("a", 64)} {
-		err := run(options{shard: shard})
+	for _, name := range []string{"Shard_A", "a.b", strings.Repeat("a", 64)} {
+		err := run(options{sharding: shard.Options{Shard: name}})
 		if err == nil || !strings.Contains(err.Error(), "--shard") || !strings.Contains(err.Error(), "not a valid shard name") {
-			t.Errorf("run with --shard=%s: error = %v, want one naming --shard and the invalid name", shard, err)
+			t.Errorf("run with --shard=%s: error = %v, want one naming --shard and the invalid name", name, err)
 		}
 	}
+}
+
+// shardingOf parses args with the manager's flags and returns the manager options the sharding
+// flags make, as run does.
+func shardingOf(t *testing.T, args ...string) (shard.Options, ctrl.Options, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("kdag", flag.ContinueOnError)
+	var opts options
+	opts.bindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	s := opts.sharding
+	s.LeaderElect, s.Namespace, s.LeaderElectionID = opts.leaderElect, opts.leaderElectNS, leaderElectionID
+	if err := s.Complete(); err != nil {
+		return s, ctrl.Options{}, err
+	}
+	mo, err := s.ManagerOptions(ctrl.Options{})
+	return s, mo, err
 }
 
 // TestOptions_Sharding: the sharding flags, static and dynamic, and their mistakes, which stop the
 // manager before it connects to anything, naming the flag to fix.
 func TestOptions_Sharding(t *testing.T) {
+	type want struct {
+		shard, electionID, namespace string
+		elect, auto, everyReplica    bool
+	}
 	for _, tc := range []struct {
 		name string
-		opts options
-		want sharding
+		args []string
+		want want
 		err  string // "": no error
 	}{
-		{name: "unsharded", opts: options{}, want: sharding{leaderElectionID: "kdag.kdag.dev"}},
-		{name: "a static shard", opts: options{shard: "a", leaderElect: true},
-			want: sharding{shard: "a", leaderElect: true, leaderElectionID: "a.kdag.kdag.dev"}},
+		{name: "unsharded", want: want{electionID: "kdag.kdag.dev"}},
+		{name: "a static shard", args: []string{"--shard=a", "--leader-elect"}, want: want{shard: "a", elect: true, electionID: "a.kdag.kdag.dev"}},
 		{name: "dynamic shards: the replica's shard, the assigner's election, the Lease namespace",
-			opts: options{shards: "auto", shardID: "kdag-0", leaderElectNS: "ops"},
-			want: sharding{auto: true, shard: "kdag-0", leaderElect: true, leaderElectionID: "assigner.kdag.kdag.dev", namespace: "ops"}},
-		{name: "--shards=auto and --shard", opts: options{shards: "auto", shard: "a", shardID: "x", leaderElectNS: "ops"}, err: "exclude each other"},
-		{name: "--shards other than auto", opts: options{shards: "3"}, err: `the only value is "auto"`},
-		{name: "--shard-id without --shards=auto", opts: options{shardID: "x"}, err: "--shard-id needs --shards=auto"},
-		{name: "an invalid --shard-id", opts: options{shards: "auto", shardID: "Kdag_0", leaderElectNS: "ops"}, err: "--shard-id"},
+			args: []string{"--shards=auto", "--shard-id=kdag-0", "--leader-election-namespace=ops"},
+			want: want{shard: "kdag-0", elect: true, auto: true, everyReplica: true, electionID: "assigner.kdag.kdag.dev", namespace: "ops"}},
+		{name: "--shards=auto and --shard", args: []string{"--shards=auto", "--shard=a", "--shard-id=x", "--leader-election-namespace=ops"}, err: "exclude each other"},
+		{name: "--shards other than auto", args: []string{"--shards=3"}, err: `the only value is "auto"`},
+		{name: "--shard-id without --shards=auto", args: []string{"--shard-id=x"}, err: "--shard-id needs --shards=auto"},
+		{name: "an invalid --shard-id", args: []string{"--shards=auto", "--shard-id=Kdag_0", "--leader-election-namespace=ops"}, err: "--shard-id"},
+		{name: "a Lease duration in fractions of seconds", args: []string{"--shards=auto", "--shard-id=x", "--leader-election-namespace=ops",
+			"--shard-lease-duration=1500ms"}, err: "--shard-lease-duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.opts.sharding()
+			s, mo, err := shardingOf(t, tc.args...)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("sharding() error = %v, want one containing %q", err, tc.err)
+					t.Fatalf("error = %v, want one containing %q", err, tc.err)
 				}
 				return
 			}
-			if err != nil || got != tc.want {
-				t.Fatalf("sharding() = %+v, %v; want %+v", got, err, tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			everyReplica := mo.Controller.NeedLeaderElection != nil && !*mo.Controller.NeedLeaderElection
+			got := want{shard: s.Name(), electionID: mo.LeaderElectionID, elect: mo.LeaderElection, auto: s.Auto(),
+				everyReplica: everyReplica, namespace: s.Namespace}
+			if tc.want.namespace == "" {
+				got.namespace = "" // the pod's, when the test runs in one
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})
 	}
 }
 
 // TestSharding_LeaseNamespace: the Leases' namespace, which the check of unserved shards reads,
-// is --leader-election-namespace (or, with --shards=auto, what sharding resolved), else the pod's.
+// is --leader-election-namespace, else the pod's.
 func TestSharding_LeaseNamespace(t *testing.T) {
-	if got := (sharding{namespace: "ops"}).leaseNamespace(); got != "ops" {
-		t.Errorf("leaseNamespace() = %q, want ops", got)
+	if s, _, err := shardingOf(t, "--leader-election-namespace=ops"); err != nil || s.Namespace != "ops" {
+		t.Errorf("Namespace = %q (%v), want ops", s.Namespace, err)
 	}
 	want := ""
-	if b, err := os.ReadFile(serviceAccountNamespace); err == nil { // in a pod
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil { // in a pod
 		want = strings.TrimSpace(string(b))
 	}
-	if got := (sharding{}).leaseNamespace(); got != want {
-		t.Errorf("leaseNamespace() without a flag = %q, want %q (the pod's namespace, or none outside a pod)", got, want)
+	if s, _, err := shardingOf(t); err != nil || s.Namespace != want {
+		t.Errorf("Namespace without a flag = %q (%v), want %q (the pod's namespace, or none outside a pod)", s.Namespace, err, want)
 	}
 }

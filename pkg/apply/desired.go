@@ -146,3 +146,15 @@ func setShard(lbls map[string]string, owner client.Object) {
 		delete(lbls, kdagv1alpha1.LabelShard)
 	}
 }
+
+// InheritedLabels returns what Desired copies from owner's labels onto every object it renders
+// for owner, as one comparable string: "" when the owner has no kdag.dev/shard label, "=" and its
+// value otherwise (an empty value is a label too). Two owners with the same InheritedLabels get
+// objects with the same labels from the same author's objects, so a caller that remembers a
+// rendered object can key the memory by it.
+func InheritedLabels(owner client.Object) string {
+	if v, ok := owner.GetLabels()[kdagv1alpha1.LabelShard]; ok {
+		return "=" + v
+	}
+	return ""
+}

@@ -67,16 +67,6 @@ func (c Component) FieldManager() string {
 	return o.FieldManager
 }
 
-// Shard returns the shard of the component's Controller: what a WithShard among the component's
-// own options (For's) says, "" (no shard) without one. CacheOptions selects the cache by it.
-func (c Component) Shard() string {
-	var o options
-	for _, opt := range c.opts {
-		opt.applyTo(&o)
-	}
-	return o.Shard
-}
-
 // Plan builds owner's graph, as NewPlan does, for an owner of the component's type; it returns an
 // error when owner is of another type.
 func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
@@ -94,8 +84,6 @@ func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtim
 // type not in the scheme, a component without owned types, two components of one name), an
 // error listing every missing rule (grant them: kdag's +kubebuilder:rbac markers, the chart's
 // role), or the error of an access review the API server did not answer; ctx bounds the reviews.
-// Shards are setup mistakes too: an invalid shard name, components of different shards, or a
-// WithShard given to Setup (CacheOptions, which reads the components, would not select by it).
 func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts ...Option) error {
 	seen := map[string]bool{}
 	var needs []access
@@ -109,9 +97,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 	var o options
 	for _, opt := range opts {
 		opt.applyTo(&o)
-	}
-	if err := checkShards(components, opts); err != nil {
-		return errors.Wrap(err, "controller.Setup")
 	}
 	check := rbacCheck{client: mgr.GetClient(), needs: needs, namespaces: o.WatchNamespaces}
 	missing, err := check.missing(ctx)
@@ -135,15 +120,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 // of them reconciles, the cache keeps only the objects a kdag controller applied (those with
 // kdagv1alpha1.LabelController), so its memory follows what kdag owns rather than the cluster's
 // size. A type one component owns and another reconciles (a child custom resource) is cached
-// whole but for shards: its controller must see every object of its type. Every type, the
-// owner types included, is also selected by the components' shard (WithShard given to For):
-// objects labelled kdagv1alpha1.LabelShard with its name, or, without a shard, objects without
-// that label. The owners' revisions (ControllerRevisions kdag records, revision.go) are cached
-// the same way: kdag's only, of the first component's shard. Set DefaultNamespaces and the rest on the result as needed; with DefaultNamespaces,
-// also set ctrl.Options.MapperProvider to MapperProvider, or every cached read pays a walk of the
-// API groups. A component whose types are not in scheme, or whose shard is invalid, is left out,
-// and a type is selected by the shard of the first component that has it (Setup reports both
-// mistakes).
+// whole: its controller must see every object of its type. Every owner type and owned type has
+// an entry in ByObject (the owner types with labels.Everything()), so that a layer can narrow
+// them all (package shard adds its shard's label requirement to each). Set DefaultNamespaces and
+// the rest on the result as needed; with DefaultNamespaces, also set ctrl.Options.MapperProvider
+// to MapperProvider, or every cached read pays a walk of the API groups. A component whose types
+// are not in scheme is left out (Setup reports it). The owners' revisions (ControllerRevisions
+// kdag records, revision.go) have an entry too: kdag's only.
 func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options {
 	kdags, err := labels.NewRequirement(kdagv1alpha1.LabelController, selection.Exists, nil)
 	if err != nil {
@@ -158,13 +141,9 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 	byObject := map[client.Object]cache.ByObject{}
 	added := map[schema.GroupKind]bool{}
 	for _, comp := range components {
-		shard, err := shardRequirement(comp.Shard())
-		if err != nil {
-			continue
-		}
 		if gvk, err := gvkOf(comp.m.newOwner(), scheme); err == nil && !added[gvk.GroupKind()] {
 			added[gvk.GroupKind()] = true
-			byObject[comp.m.newOwner()] = cache.ByObject{Label: labels.NewSelector().Add(shard)}
+			byObject[comp.m.newOwner()] = cache.ByObject{Label: labels.Everything()}
 		}
 		for _, obj := range comp.m.ownedTypes() {
 			gvk, err := gvkOf(obj, scheme)
@@ -173,45 +152,18 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 			}
 			added[gvk.GroupKind()] = true
 			if owners[gvk.GroupKind()] {
-				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(shard)}
+				byObject[obj] = cache.ByObject{Label: labels.Everything()}
 			} else {
-				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags, shard)}
+				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags)}
 			}
 		}
 	}
 	if _, owned := added[schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}]; !owned && len(components) > 0 {
-		// The owners' revisions (revision.go): kdag's only, in the first component's shard.
-		if shard, err := shardRequirement(components[0].Shard()); err == nil {
-			byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags, shard)}
-		}
+		// The owners' revisions (revision.go): kdag's only. They carry their owner's shard label,
+		// so a layer's selector narrows them like the rest.
+		byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags)}
 	}
 	return cache.Options{ByObject: byObject}
-}
-
-// checkShards returns an error when components, with Setup's opts, are not all of one valid
-// shard, or when opts set a shard their own options (what CacheOptions reads) do not.
-func checkShards(components []Component, opts []Option) error {
-	first := ""
-	for i, comp := range components {
-		var o options
-		for _, opt := range append(append([]Option(nil), opts...), comp.opts...) {
-			opt.applyTo(&o)
-		}
-		if err := ValidateShard(o.Shard); err != nil {
-			return errors.Wrapf(err, "component %s", comp.name)
-		}
-		if own := comp.Shard(); own != o.Shard {
-			return errors.Errorf("component %s: WithShard(%q) was given to Setup; give it to For (controllers.Components) "+
-				"instead, so that CacheOptions selects the shard's owners and objects", comp.name, o.Shard)
-		}
-		if i == 0 {
-			first = o.Shard
-		} else if o.Shard != first {
-			return errors.Errorf("components %s and %s are in different shards (%q and %q): run one manager per shard",
-				components[0].name, comp.name, first, o.Shard)
-		}
-	}
-	return nil
 }
 
 // access is one permission a Controller needs: verb on a resource (and subresource) of group.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -335,4 +337,20 @@ func userWithRules(t *testing.T, ns string, rules []rbacv1.PolicyRule, inNamespa
 		}
 	}
 	return cfg
+}
+
+// selects reports whether sel has the requirement req, written "key operator [values]"
+// ("kdag.dev/controller exists", "kdag.dev/shard = [a]", "kdag.dev/shard !").
+func selects(sel labels.Selector, req string) bool {
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		got := r.Key() + " " + string(r.Operator())
+		if vals := r.ValuesUnsorted(); len(vals) > 0 {
+			got += " " + fmt.Sprint(vals)
+		}
+		if got == req {
+			return true
+		}
+	}
+	return false
 }

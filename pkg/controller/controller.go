@@ -94,9 +94,8 @@ type ownedType struct {
 // owned type (any change of an object whose controller owner reference, or whose kdag labels,
 // point at an owner).
 //
-// It returns an error when name is empty, when rm declares no owned type, when a type is not
-// in the manager's scheme, or when WithShard names an invalid shard — setup mistakes that should
-// stop the process at start.
+// It returns an error when name is empty, when rm declares no owned type, or when a type is not
+// in the manager's scheme — setup mistakes that should stop the process at start.
 func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
 	m, err := adapt(rm)
 	if err != nil {
@@ -129,7 +128,11 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Contro
 		// StorageClass expand volumes: that change must wake the owner.
 		b = b.Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(c.ownersStalledOnStorage))
 	}
-	registered, err := b.Build(c)
+	var r reconcile.Reconciler = c
+	for i := len(c.opts.Wrappers) - 1; i >= 0; i-- {
+		r = c.opts.Wrappers[i](name, m.newOwner(), r)
+	}
+	registered, err := b.Build(r)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s: register with the manager", name)
 	}
@@ -150,9 +153,6 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		opt.applyTo(&o)
 	}
 	o.defaults(name)
-	if err := ValidateShard(o.Shard); err != nil {
-		return nil, errors.Wrapf(err, "controller %s: WithShard", name)
-	}
 	c := &Controller{
 		name:      name,
 		rm:        rm,
@@ -179,7 +179,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)
 	}
-	refs, err := newReferences(mgr, o.ReferenceNamespaces)
+	refs, err := newReferences(mgr, o.ReferenceNamespaces, o.NamespacedReferences)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
 	}
@@ -329,8 +329,7 @@ func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 }
 
 // Reconcile brings one owner to its desired state. It implements reconcile.Reconciler. An owner
-// of another shard is left alone; an owner of its shard that the assigner of dynamic shards asks
-// to move (kdagv1alpha1.AnnotationShardNext) is handed over, not reconciled (docs/sharding.md).
+// that WithOwnerFilter refuses is left alone, as one that is gone.
 //
 // It returns nil when every node is ready or waits for readiness (the watch on the node's
 // object resumes the owner), a reconcile.TerminalError when only a change of the owner can help
@@ -349,29 +348,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName)
 	}
-	if !c.inShard(owner) {
-		// Another shard's owner (a cache not from CacheOptions holds it): not this manager's to
-		// touch, and no teardown either; its own shard's manager reconciles it.
+	if c.opts.OwnerFilter != nil && !c.opts.OwnerFilter(owner) {
+		// Another manager's owner (a cache that does not select this manager's owners holds
+		// it): not this Controller's to touch, and no teardown either.
+		c.expansionStalled.Delete(req.NamespacedName)
 		c.metrics.ForgetOwner(c.name, req.String())
 		c.refs.untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
-	}
-	if next, ok := c.handOverTo(owner); ok {
-		// Dynamic shards: the assigner asks this replica to give the owner to another shard.
-		// This reconcile is the only one of the owner in this controller, so handing it over
-		// here means this replica has finished with it.
-		c.metrics.ForgetOwner(c.name, req.String())
-		c.refs.untrack(req.NamespacedName)
-		return c.handOver(ctx, owner, next)
 	}
 	start := time.Now()
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
 	defer func() { tracing.EndSpan(span, err) }()
 	logger := capVerbosity(log.FromContext(ctx)).WithValues("controller", c.name, "owner", req.String())
-	if c.opts.Shard != "" {
-		logger = logger.WithValues("shard", c.opts.Shard)
-	}
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
 	var res reconcile.Result

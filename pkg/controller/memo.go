@@ -39,7 +39,7 @@ type rendered struct {
 	fingerprint [sha256.Size]byte // of the author's object
 	keep        bool
 	release     bool   // rendered without owner reference: the live object is kept by a user
-	shard       string // the owner's kdag.dev/shard label as shardOf says, copied onto the object
+	inherited   string // the owner's labels copied onto the object (apply.InheritedLabels)
 	depHash     string
 	desiredHash string
 	contentHash string // "" for create-only nodes: their content is the live object's
@@ -68,7 +68,7 @@ func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResu
 	}
 	memo := c.renders.of(owner.GetUID())
 	if v, ok := memo.Load(s.id); ok {
-		if r := v.(*rendered); r.keep == s.keep && r.release == release && r.depHash == depHash && r.fingerprint == fp && r.shard == shardOf(owner) {
+		if r := v.(*rendered); r.keep == s.keep && r.release == release && r.depHash == depHash && r.fingerprint == fp && r.inherited == apply.InheritedLabels(owner) {
 			return r, nil, nil
 		}
 	}
@@ -77,7 +77,7 @@ func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResu
 		return nil, nil, err
 	}
 	r := &rendered{
-		fingerprint: fp, keep: s.keep, release: release, depHash: depHash, shard: shardOf(owner),
+		fingerprint: fp, keep: s.keep, release: release, depHash: depHash, inherited: apply.InheritedLabels(owner),
 		desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash],
 	}
 	// What dependents consume of a node kdag renders is the desired object as rendered, hashed
@@ -90,15 +90,6 @@ func (c *Controller) render(owner client.Object, s *nodeSpec, results []nodeResu
 	}
 	memo.Store(s.id, r)
 	return r, desired, nil
-}
-
-// shardOf returns owner's kdag.dev/shard label for the memory of rendered nodes: "" without the
-// label, "=" and its value with it (an empty value is a label too).
-func shardOf(owner client.Object) string {
-	if v, ok := owner.GetLabels()[kdagv1alpha1.LabelShard]; ok {
-		return "=" + v
-	}
-	return ""
 }
 
 // fingerprint returns the SHA-256 of obj's JSON encoding (encoding/json sorts map keys: equal

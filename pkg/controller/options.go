@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kdag-dev/kdag/pkg/metrics"
 )
@@ -34,7 +35,9 @@ type options struct {
 	ReferenceNamespaces     []string
 	WatchNamespaces         []string
 	KindReadiness           []kindReadiness
-	Shard                   string
+	OwnerFilter             func(client.Object) bool
+	Wrappers                []ReconcilerWrapper
+	NamespacedReferences    bool
 }
 
 // kindReadiness is one WithReadyWhen: the readiness rule of every node of kind's type.
@@ -160,14 +163,50 @@ func WithWatchNamespaces(namespaces ...string) Option {
 	return optionFunc(func(o *options) { o.WatchNamespaces = append([]string(nil), namespaces...) })
 }
 
-// WithShard makes the Controller reconcile only owners labelled kdag.dev/shard=shard (static
-// shards, docs/sharding.md); the objects it applies for them carry the same label. Give it to For
-// (or to controllers.Components), not to Setup: CacheOptions reads it from the components to
-// select the shard's owners and objects in the manager's cache, and Setup refuses a shard
-// CacheOptions could not see, or components of different shards in one manager. Run one
-// manager per shard, each with its own leader election (LeaderElectionID). shard must be a
-// DNS-1123 label (ValidateShard); New and Setup return an error otherwise. Default: "", no
-// shard: the Controller reconciles only owners without the label.
-func WithShard(shard string) Option {
-	return optionFunc(func(o *options) { o.Shard = shard })
+// WithOwnerFilter makes the Controller reconcile only the owners for which keep returns true: it
+// reads the owner from the cache, and an owner keep refuses is left alone as if it were gone
+// (what the Controller remembers of it is forgotten; nothing is written, no teardown runs). It is
+// the predicate of a layer that splits the owners between managers (package shard), checked on
+// every reconcile so that a manager whose cache also holds other owners leaves them alone.
+// keep must be cheap and must not block: it runs on every reconcile. Several WithOwnerFilter:
+// an owner must pass them all. Default: every owner.
+func WithOwnerFilter(keep func(owner client.Object) bool) Option {
+	return optionFunc(func(o *options) {
+		if prev := o.OwnerFilter; prev != nil && keep != nil {
+			o.OwnerFilter = func(owner client.Object) bool { return prev(owner) && keep(owner) }
+			return
+		}
+		if keep != nil {
+			o.OwnerFilter = keep
+		}
+	})
+}
+
+// ReconcilerWrapper wraps the reconcile.Reconciler of the Controller named name, whose owners are
+// of owner's type (owner is an empty one; copy it with DeepCopyObject to read an owner), in a
+// reconcile.Reconciler of its own: it runs instead of next for every request, and calls next for
+// the requests it does not handle itself (package shard hands owners over to another manager
+// this way).
+type ReconcilerWrapper func(name string, owner client.Object, next reconcile.Reconciler) reconcile.Reconciler
+
+// WithReconcilerWrapper registers the Controller's reconciler with the manager wrapped in wrap.
+// Several: the first given is the outermost. Default: none, the Controller itself.
+func WithReconcilerWrapper(wrap ReconcilerWrapper) Option {
+	return optionFunc(func(o *options) {
+		if wrap != nil {
+			o.Wrappers = append(o.Wrappers, wrap)
+		}
+	})
+}
+
+// WithNamespacedReferences makes the informers of the objects that Builder.Reference and
+// ProtectsData nodes watch (metadata only) hold only the namespaces in which the Controller's
+// owners reference objects, one informer per kind and namespace, started with the first owner
+// there that references the kind and stopped with the last one, instead of one informer per kind
+// for every namespace. The Controller's memory then follows its own owners' namespaces, not the
+// cluster's, at the cost of one watch per kind and namespace: use it where several managers split
+// the owners (package shard sets it) and the owners are spread over namespaces. Cluster-scoped
+// referenced kinds are watched whole either way. Default: off.
+func WithNamespacedReferences() Option {
+	return optionFunc(func(o *options) { o.NamespacedReferences = true })
 }

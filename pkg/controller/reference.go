@@ -33,7 +33,9 @@ import (
 // label-selected cache does not hold them: references keeps informers of its own that hold only
 // their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
 // informers), one per referenced kind (and namespace, with Options.ReferenceNamespaces),
-// started at the first reference of the kind. An object's content (its keys and their hash) is
+// started at the first reference of the kind. With WithNamespacedReferences they are one per
+// kind and namespace of the owners' references, stopped with the last owner there, so that a
+// manager of a shard holds the metadata of its own owners' namespaces only. An object's content (its keys and their hash) is
 // read from the API server only when its resourceVersion moved since kdag last read it, so an
 // unchanged owner costs no uncached read.
 //
@@ -44,7 +46,10 @@ type references struct {
 	mapper     meta.RESTMapper
 	reader     client.Reader // uncached, for the content
 	namespaces map[string]bool
-	started    chan struct{} // closed by Start, which sets ctx
+	// perNamespace: one informer per kind and namespace of the owners' references, stopped with
+	// the last owner that references something there (WithNamespacedReferences).
+	perNamespace bool
+	started      chan struct{} // closed by Start, which sets ctx
 
 	mu        sync.Mutex // guards the fields below
 	ctx       context.Context
@@ -54,6 +59,9 @@ type references struct {
 	owners    map[NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
 	refs      map[types.NamespacedName][]watched       // owner → the objects it watches
 	seen      map[referenceKey]referenceState
+	// inNamespace counts, with perNamespace, the objects the owners watch in each namespace
+	// (the entries of refs there): a namespace's informers stop when it drops to 0.
+	inNamespace map[string]int
 	// namespacesAllowed says whether the manager may watch Namespaces, once namespacesDecided.
 	namespacesDecided, namespacesAllowed bool
 }
@@ -91,9 +99,10 @@ type referenceState struct {
 	missing         []string
 }
 
-// newReferences creates the informers of referenced objects (in namespaces, all when empty) and
-// adds them to mgr, which starts them with the caches.
-func newReferences(mgr ctrl.Manager, namespaces []string) (*references, error) {
+// newReferences creates the informers of referenced objects (in namespaces, all when empty; with
+// perNamespace, only those where owners reference objects) and adds them to mgr, which starts
+// them with the caches.
+func newReferences(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*references, error) {
 	mc, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, errors.Wrap(err, "create the metadata client of referenced objects")
@@ -106,6 +115,8 @@ func newReferences(mgr ctrl.Manager, namespaces []string) (*references, error) {
 		owners:    map[NodeID]map[types.NamespacedName]bool{},
 		refs:      map[types.NamespacedName][]watched{},
 		seen:      map[referenceKey]referenceState{},
+
+		perNamespace: perNamespace, inNamespace: map[string]int{},
 	}
 	for _, ns := range namespaces {
 		r.namespaces[ns] = true
@@ -158,6 +169,9 @@ func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, 
 		if !r.namespaces[namespace] {
 			return nil, errors.Errorf("namespace %s is not one of the controller's ReferenceNamespaces", namespace)
 		}
+		key.namespace = namespace
+	}
+	if r.perNamespace && namespace != "" {
 		key.namespace = namespace
 	}
 	r.mu.Lock()
@@ -257,6 +271,10 @@ func (r *references) track(ctx context.Context, owner types.NamespacedName, objs
 			r.dropOwnerLocked(old.id, owner)
 		}
 	}
+	for _, w := range objs {
+		r.inNamespace[w.id.Namespace]++ // before the old ones are counted out: a namespace still used stays
+	}
+	unused := r.uncountLocked(r.refs[owner])
 	delete(r.refs, owner)
 	if len(objs) > 0 {
 		r.refs[owner] = objs
@@ -268,6 +286,7 @@ func (r *references) track(ctx context.Context, owner types.NamespacedName, objs
 		r.owners[w.id][owner] = true
 	}
 	r.mu.Unlock()
+	stopInformers(unused)
 	for _, w := range objs {
 		if _, err := r.informer(ctx, w.gvk, w.id.Namespace); err != nil {
 			return errors.Wrapf(err, "%s", w.id)
@@ -279,11 +298,63 @@ func (r *references) track(ctx context.Context, owner types.NamespacedName, objs
 // untrack forgets owner (it is gone).
 func (r *references) untrack(owner types.NamespacedName) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, w := range r.refs[owner] {
 		r.dropOwnerLocked(w.id, owner)
 	}
+	unused := r.uncountLocked(r.refs[owner])
 	delete(r.refs, owner)
+	r.mu.Unlock()
+	stopInformers(unused)
+}
+
+// uncountLocked counts objs out of inNamespace and, with perNamespace, takes out of r the
+// informer factories of the namespaces no owner references anything in any more; the caller
+// stops them (stopInformers) once it has unlocked r.mu. Cluster-wide informers ("") stay.
+func (r *references) uncountLocked(objs []watched) []metadatainformer.SharedInformerFactory {
+	var unused []metadatainformer.SharedInformerFactory
+	for _, w := range objs {
+		ns := w.id.Namespace
+		if r.inNamespace[ns]--; r.inNamespace[ns] > 0 {
+			continue
+		}
+		delete(r.inNamespace, ns)
+		if !r.perNamespace || ns == "" || r.namespaces[ns] || r.factories[ns] == nil {
+			continue // ReferenceNamespaces' informers stay: the user named those namespaces
+		}
+		unused = append(unused, r.factories[ns])
+		delete(r.factories, ns)
+		for k := range r.watched {
+			if k.namespace == ns {
+				delete(r.watched, k)
+			}
+		}
+	}
+	return unused
+}
+
+// stopInformers stops the informers of factories and waits for them.
+func stopInformers(factories []metadatainformer.SharedInformerFactory) {
+	for _, f := range factories {
+		f.Shutdown()
+	}
+}
+
+// cachedObjects returns how many objects of gvk the informers of references hold, over every
+// namespace: what the Controller's memory of referenced objects of that kind costs.
+func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
+	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k := range r.watched {
+		if k.gvk == gvk {
+			n += len(r.factories[k.namespace].ForResource(mapping.Resource).Informer().GetStore().ListKeys())
+		}
+	}
+	return n
 }
 
 // dropOwnerLocked records that owner no longer references id; what kdag knows of id's content

@@ -96,6 +96,9 @@ func (c *Controller) writeRevision(ctx context.Context, owner client.Object, cha
 			if existing, err = c.listRevisions(ctx, c.reader, owner); err != nil {
 				return errors.Wrapf(err, "%s: list its revisions", what)
 			}
+			if err := c.relabelRevisions(ctx, owner, existing); err != nil {
+				return errors.Wrapf(err, "%s: label its revisions with its shard", what)
+			}
 			cr, err = c.createRevision(ctx, owner, rec, nextRevision(existing, c.revisions.lastOf(owner)))
 		}
 		if err != nil {
@@ -127,6 +130,34 @@ func (c *Controller) createRevision(ctx context.Context, owner client.Object, re
 		Revision: n,
 	}
 	return cr, c.client.Create(ctx, cr, client.FieldOwner(c.opts.FieldManager))
+}
+
+// relabelRevisions gives each of revs the owner's shard label (kdag.dev/shard, or none) where it
+// has another: an owner moved to another shard left its revisions labelled for the old one, out
+// of the new shard's cache (so neither counted nor pruned there). The first revision the new
+// shard records finds them (its name is taken) and brings them over, one merge patch each.
+func (c *Controller) relabelRevisions(ctx context.Context, owner client.Object, revs []appsv1.ControllerRevision) error {
+	want, owned := owner.GetLabels()[kdagv1alpha1.LabelShard]
+	for i := range revs {
+		cr := &revs[i]
+		got, has := cr.Labels[kdagv1alpha1.LabelShard]
+		if got == want && has == owned {
+			continue
+		}
+		patch := client.MergeFrom(cr.DeepCopy())
+		if owned {
+			if cr.Labels == nil {
+				cr.Labels = map[string]string{}
+			}
+			cr.Labels[kdagv1alpha1.LabelShard] = want
+		} else {
+			delete(cr.Labels, kdagv1alpha1.LabelShard)
+		}
+		if err := c.client.Patch(ctx, cr, patch); err != nil && !apierrors.IsNotFound(err) {
+			return errors.Wrapf(err, "ControllerRevision %s/%s", cr.Namespace, cr.Name)
+		}
+	}
+	return nil
 }
 
 // pruneRevisions deletes the oldest of revs beyond limit, each with a UID precondition.

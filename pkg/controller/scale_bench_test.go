@@ -87,7 +87,8 @@ type scaleHelperConfig struct {
 	Children  int
 	// Owners is how many settled owners engine "kdag-resync" expects to reconcile.
 	Owners int
-	// Shard is the static shard of engine "kdag"'s manager (WithShard); "" for none.
+	// Shard is the static shard of engine "kdag"'s manager (as --shard: package shard's cache
+	// selection and Controller options); "" for none.
 	Shard string
 }
 
@@ -159,10 +160,11 @@ func BenchmarkScale(b *testing.B) {
 
 // BenchmarkScaleReplicas is BenchmarkScale's kdag engine with the owners spread over replicas
 // (issue 17): replicas=1 is one unsharded manager, replicas=3 three managers, each a static shard
-// (WithShard, a process of its own) of a third of the owners, labelled at creation. The two run
+// (package shard's static shard, as --shard; a process of its own) of a third of the owners, labelled at creation. The two run
 // alternately, once per iteration each, so that the API server's drift hits both alike; besides
 // BenchmarkScale's metrics (cpu-s: the replicas' sum, peak-RSS-MiB: the highest) it reports each
-// replica's CPU and peak RSS (replica-N-cpu-s, replica-N-peak-RSS-MiB) and x-replicas=1, the time
+// replica's CPU and peak RSS (replica-N-cpu-s, replica-N-peak-RSS-MiB), the replicas=1 runs' time
+// and peak RSS (replicas=1-seconds-to-ready, replicas=1-peak-RSS-MiB) and x-replicas=1, the time
 // over the replicas=1 runs'. Owners are pre-labelled, so the assignment of dynamic shards
 // (--shards=auto: one more patch per owner) is not in it. Skipped with -short; needs /proc.
 func BenchmarkScaleReplicas(b *testing.B) {
@@ -177,8 +179,10 @@ func BenchmarkScaleReplicas(b *testing.B) {
 	b.Run(shape+"/replicas=3", func(b *testing.B) {
 		var runs []scaleRun
 		var one []time.Duration
+		var oneRSS int64
 		for b.Loop() {
-			one = append(one, runScale(b, "kdag", scaleOwners, scaleChildren, false).elapsed)
+			r := runScale(b, "kdag", scaleOwners, scaleChildren, false)
+			one, oneRSS = append(one, r.elapsed), max(oneRSS, r.rss)
 			runs = append(runs, runScaleShards(b, "kdag", []string{"s0", "s1", "s2"}, scaleOwners, scaleChildren, true))
 		}
 		reportScale(b, runs, scaleOwners)
@@ -187,6 +191,7 @@ func BenchmarkScaleReplicas(b *testing.B) {
 			times[i] = r.elapsed
 		}
 		b.ReportMetric(meanDuration(one).Seconds(), "replicas=1-seconds-to-ready")
+		b.ReportMetric(float64(oneRSS)/(1<<20), "replicas=1-peak-RSS-MiB")
 		b.ReportMetric(float64(meanDuration(times))/float64(meanDuration(one)), "x-replicas=1")
 		for i := range runs[0].perReplica {
 			var cpu []time.Duration
@@ -692,19 +697,21 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 
 // newScaleManager returns a manager with one kdag Controller with default options, not started.
 func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Controller, error) {
+	cacheOpts, err := ShardCache(CacheOptions(scheme, For("scale", scaleRM{})), cfg.Shard)
+	if err != nil {
+		return nil, nil, err
+	}
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{cfg.Namespace: {}}
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		MapperProvider: MapperProvider,
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
-			ByObject:          CacheOptions(scheme, For("scale", scaleRM{}, WithShard(cfg.Shard))).ByObject,
-		},
+		Cache:          cacheOpts,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := New(mgr, "scale", scaleRM{children: cfg.Children}, WithShard(cfg.Shard))
+	c, err := New(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,7 +1,7 @@
-package controller
+package controller_test
 
-// Tests of static shards (issue 17): the shard name, the leader election ID, the cache options,
-// Setup's refusals, and, on envtest, two managers in one process (shard "a" and unsharded) that
+// Tests of static shards (issue 17) as a layer over this package (package shard's cache selection,
+// owner filter and hand-over): the cache options, and, on envtest, two managers in one process (shard "a" and unsharded) that
 // each reconcile only their own owners, and an owner moving between them with its objects.
 
 import (
@@ -23,71 +23,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/shard"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
-
-func TestValidateShard(t *testing.T) {
-	for _, tc := range []struct {
-		shard string
-		ok    bool
-	}{
-		{"", true}, // no shard
-		{"a", true},
-		{"shard-1", true},
-		{strings.Repeat("a", 63), true},
-		{strings.Repeat("a", 64), false},
-		{"A", false},   // a valid label value, not a Lease name part
-		{"a_b", false}, // the same
-		{"a.b", false},
-		{"-a", false},
-		{"a-", false},
-		{"a b", false},
-	} {
-		t.Run(fmt.Sprintf("%q", tc.shard), func(t *testing.T) {
-			err := ValidateShard(tc.shard)
-			if (err == nil) != tc.ok {
-				t.Fatalf("ValidateShard(%q) = %v, want ok %v", tc.shard, err, tc.ok)
-			}
-			if err != nil && (!strings.Contains(err.Error(), fmt.Sprintf("%q", tc.shard)) || !strings.Contains(err.Error(), kdagv1alpha1.LabelShard)) {
-				t.Errorf("error %q names neither the shard nor the label", err)
-			}
-		})
-	}
-}
-
-func TestLeaderElectionID(t *testing.T) {
-	for _, tc := range []struct {
-		name, id, shard string
-		want            string // "": an error
-	}{
-		{"no shard: the ID as it is", "kdag.kdag.dev", "", "kdag.kdag.dev"},
-		{"a shard: its own Lease", "kdag.kdag.dev", "a", "a.kdag.kdag.dev"},
-		{"two shards never share one", "kdag.kdag.dev", "b", "b.kdag.kdag.dev"},
-		{"invalid shard", "kdag.kdag.dev", "A_1", ""},
-		{"too long for a Lease name", strings.Repeat("x", 250), "abcd", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := LeaderElectionID(tc.id, tc.shard)
-			if tc.want == "" {
-				if err == nil {
-					t.Fatalf("LeaderElectionID(%q, %q) = %q, want an error", tc.id, tc.shard, got)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("LeaderElectionID(%q, %q) = %q, %v; want %q", tc.id, tc.shard, got, err, tc.want)
-			}
-		})
-	}
-}
 
 // TestCacheOptions_SelectsShard: a manager's cache holds its shard's owners, child owners and
 // objects (kdag.dev/shard=NAME), an unsharded manager's those without the label; owned types
@@ -102,8 +49,11 @@ func TestCacheOptions_SelectsShard(t *testing.T) {
 		t.Run(fmt.Sprintf("shard %q", tc.shard), func(t *testing.T) {
 			// "widgets" owns ConfigMaps; "parents" reconciles Services (an owner type nothing
 			// owns) and owns Widgets, which "widgets" reconciles (a child owner).
-			parent := For("parents", serviceOwnerRM{owned: &testapi.Widget{}}, WithShard(tc.shard))
-			opts := CacheOptions(scheme, For("widgets", funcRM{}, WithShard(tc.shard)), parent)
+			parent := controller.For("parents", serviceOwnerRM{owned: &testapi.Widget{}})
+			opts, err := shard.SelectCache(controller.CacheOptions(controller.SharedScheme, controller.For("widgets", controller.NewFuncRM(nil)), parent), tc.shard)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, c := range []struct {
 				obj        client.Object
 				controller bool // selected by kdag.dev/controller too
@@ -115,7 +65,7 @@ func TestCacheOptions_SelectsShard(t *testing.T) {
 			} {
 				var sel labels.Selector
 				for o, by := range opts.ByObject {
-					if sameType(o, c.obj) {
+					if controller.SameType(o, c.obj) {
 						sel = by.Label
 					}
 				}
@@ -140,7 +90,9 @@ type serviceOwnerRM struct{ owned client.Object }
 
 func (rm serviceOwnerRM) OwnedTypes() []client.Object { return []client.Object{rm.owned} }
 
-func (serviceOwnerRM) AddResources(context.Context, *corev1.Service, *Builder) error { return nil }
+func (serviceOwnerRM) AddResources(context.Context, *corev1.Service, *controller.Builder) error {
+	return nil
+}
 
 // selects reports whether sel has the requirement req, written "key operator [values]"
 // ("kdag.dev/controller exists", "kdag.dev/shard = [a]", "kdag.dev/shard !").
@@ -158,45 +110,12 @@ func selects(sel labels.Selector, req string) bool {
 	return false
 }
 
-// TestSetup_RefusesShardMistakes: a shard that cannot work stops the manager at Setup (and New),
-// before it starts, with what to do instead.
-func TestSetup_RefusesShardMistakes(t *testing.T) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlConfigSkipNameValidation()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name       string
-		components []Component
-		setupOpts  []Option
-		want       string
-	}{
-		{"invalid shard name", []Component{For("w", funcRM{}, WithShard("Shard_A"))}, nil, `shard "Shard_A" is not a valid shard name`},
-		{"two shards in one manager", []Component{For("w", funcRM{}, WithShard("a")), For("s", serviceOwnerRM{owned: &corev1.ConfigMap{}}, WithShard("b"))},
-			nil, "different shards"},
-		{"a shard and no shard in one manager", []Component{For("w", funcRM{}, WithShard("a")), For("s", serviceOwnerRM{owned: &corev1.ConfigMap{}})},
-			nil, "different shards"},
-		{"shard given to Setup, which CacheOptions cannot see", []Component{For("w", funcRM{})}, []Option{WithShard("a")}, "give it to For"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := Setup(t.Context(), mgr, tc.components, tc.setupOpts...)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Setup error = %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-	if _, err := New(mgr, "w", funcRM{}, WithShard("a_b")); err == nil || !strings.Contains(err.Error(), "not a valid shard name") {
-		t.Errorf("New with an invalid shard: error = %v, want one saying the shard name is invalid", err)
-	}
-}
-
 // shardManager is a started manager running the Widget controller of one shard ("" none),
-// as one operator process of a sharded deployment would: its cache from CacheOptions.
+// as one operator process of a sharded deployment would: its cache from controller.CacheOptions.
 type shardManager struct {
 	shard   string
 	version string // the operator version it writes into its owners' status
-	cache   cache.Cache
+	cache   crcache.Cache
 	// seen holds the names of the Widgets whose graph it built (types.NamespacedName → true).
 	seen *sync.Map
 }
@@ -204,32 +123,39 @@ type shardManager struct {
 // startShard starts a manager of shard watching namespace ns, with the Widget controller named
 // name: every Widget gets a ConfigMap, a create-only Secret (a generated password) and, unless
 // its name ends in "-child", a child Widget "<name>-child", which this controller reconciles too.
-func startShard(t *testing.T, ns, name, shard string) *shardManager {
+func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 	t.Helper()
-	m := &shardManager{shard: shard, version: "shard-" + shard, seen: &sync.Map{}}
-	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	m := &shardManager{shard: shardName, version: "shard-" + shardName, seen: &sync.Map{}}
+	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Builder) error {
 		m.seen.Store(client.ObjectKeyFromObject(w), true)
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
-		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"password": rand.Text()}}, CreateOnly())
+		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"password": rand.Text()}}, controller.CreateOnly())
 		// Objects whose policy writes less than an apply: drift reported, a field ignored, and
 		// one a user keeps (the move test annotates it): a move relabels them all the same.
-		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-reported"}, Data: map[string]string{"k": "v"}}, OnDrift(DriftReport))
-		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-ignored"}, Data: map[string]string{"k": "v"}}, IgnoreFields("data.k"))
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-reported"}, Data: map[string]string{"k": "v"}}, controller.OnDrift(controller.DriftReport))
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-ignored"}, Data: map[string]string{"k": "v"}}, controller.IgnoreFields("data.k"))
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-userkept"}, Data: map[string]string{"k": "v"}})
 		if !strings.HasSuffix(w.Name, "-child") {
 			b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}})
 		}
 		return nil
-	}}.owning(&testapi.Widget{})
-	comp := For(name, rm, WithShard(shard), WithOperatorVersion(m.version))
-	cacheOpts := CacheOptions(scheme, comp)
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:         scheme,
+	}, &testapi.Widget{})
+	comp := controller.For(name, rm, controller.WithOperatorVersion(m.version))
+	layer := shard.Options{Shard: shardName}
+	if err := layer.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	cacheOpts, err := shard.SelectCache(controller.CacheOptions(controller.SharedScheme, comp), shardName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOpts.DefaultNamespaces = map[string]crcache.Config{ns: {}}
+	mgr, err := ctrl.NewManager(controller.SharedEnv().Config, ctrl.Options{
+		Scheme:         controller.SharedScheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		Cache:          cacheOpts,
-		MapperProvider: MapperProvider,
-		Controller:     ctrlConfigSkipNameValidation(),
+		MapperProvider: controller.MapperProvider,
+		Controller:     controller.CtrlConfigSkipNameValidation(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +164,8 @@ func startShard(t *testing.T, ns, name, shard string) *shardManager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Setup(t.Context(), mgr, []Component{comp}, WithMetrics(reg), WithWatchNamespaces(ns)); err != nil {
+	opts := append(layer.ControllerOptions(mgr), controller.WithMetrics(reg), controller.WithWatchNamespaces(ns))
+	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}, opts...); err != nil {
 		t.Fatal(err)
 	}
 	running.Manager(t, mgr)
@@ -274,11 +201,11 @@ func waitSharded(t *testing.T, ns, name string, m *shardManager) {
 	if m.shard != "" {
 		want = "=" + m.shard
 	}
-	poll.Until(t, fmt.Sprintf("Widget %s reconciled by the manager of shard %q, its objects labelled so", name, m.shard), 2*waitTimeout,
+	poll.Until(t, fmt.Sprintf("Widget %s reconciled by the manager of shard %q, its objects labelled so", name, m.shard), 2*controller.WaitTimeout,
 		func(ctx context.Context) string {
 			for _, n := range []string{name, name + "-child"} {
 				w := &testapi.Widget{}
-				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, w); err != nil {
+				if err := controller.SharedEnv().Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, w); err != nil {
 					return err.Error()
 				}
 				if !meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady) || w.Status.OperatorVersion != m.version ||
@@ -287,10 +214,10 @@ func waitSharded(t *testing.T, ns, name string, m *shardManager) {
 				}
 			}
 			for _, obj := range shardObjects(name) {
-				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
+				if err := controller.SharedEnv().Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
 					return err.Error()
 				}
-				if got := shardOf(obj); got != want {
+				if got := shardLabel(obj); got != want {
 					return fmt.Sprintf("%T %s: shard label %q, want %q", obj, obj.GetName(), got, want)
 				}
 			}
@@ -303,7 +230,7 @@ func waitSharded(t *testing.T, ns, name string, m *shardManager) {
 // the objects of each owner, its child owner's included, carry its shard label; an owner of a
 // shard no manager runs is reconciled by neither.
 func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := controller.SharedEnv().Namespace(t)
 	name := "widget-" + ns
 	a := startShard(t, ns, name, "a")
 	none := startShard(t, ns, name, "")
@@ -312,7 +239,7 @@ func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
 		if shard != "" {
 			w.Labels = map[string]string{kdagv1alpha1.LabelShard: shard}
 		}
-		if err := env.Client.Create(t.Context(), w); err != nil {
+		if err := controller.SharedEnv().Client.Create(t.Context(), w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,7 +272,7 @@ func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
 		}
 	}
 	orphan := &testapi.Widget{}
-	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orphan"}, orphan); err != nil {
+	if err := controller.SharedEnv().Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orphan"}, orphan); err != nil {
 		t.Fatal(err)
 	}
 	if len(orphan.Status.Conditions) > 0 || len(orphan.Finalizers) > 0 {
@@ -358,7 +285,7 @@ func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
 // nothing is deleted or re-created (same UIDs), although the old manager's cache sees them all
 // go.
 func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := controller.SharedEnv().Namespace(t)
 	name := "widget-" + ns
 	managers := map[string]*shardManager{"a": startShard(t, ns, name, "a"), "": startShard(t, ns, name, "")}
 	for _, tc := range []struct {
@@ -372,14 +299,14 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			if tc.from != "" {
 				w.Labels = map[string]string{kdagv1alpha1.LabelShard: tc.from}
 			}
-			if err := env.Client.Create(t.Context(), w); err != nil {
+			if err := controller.SharedEnv().Client.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.from])
 			uids, passwords := map[string]types.UID{}, map[string]string{}
 			for _, obj := range append(shardObjects(tc.owner), w) {
 				obj.SetNamespace(ns)
-				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+				if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 					t.Fatal(err)
 				}
 				uids[fmt.Sprintf("%T %s", obj, obj.GetName())] = obj.GetUID()
@@ -392,15 +319,15 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			// give it one back, not even for the one reconcile after the move before the new
 			// shard's cache holds it.
 			kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner + "-userkept"}}
-			if err := env.Client.Patch(t.Context(), kept, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"kdag.dev/keep":"true"}}}`))); err != nil {
+			if err := controller.SharedEnv().Client.Patch(t.Context(), kept, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"kdag.dev/keep":"true"}}}`))); err != nil {
 				t.Fatal(err)
 			}
-			poll.True(t, "the kept ConfigMap loses its owner reference", waitTimeout, func(ctx context.Context) bool {
-				return env.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept) == nil && len(kept.OwnerReferences) == 0
+			poll.True(t, "the kept ConfigMap loses its owner reference", controller.WaitTimeout, func(ctx context.Context) bool {
+				return controller.SharedEnv().Client.Get(ctx, client.ObjectKeyFromObject(kept), kept) == nil && len(kept.OwnerReferences) == 0
 			})
 			regained := watchOwnerReferences(t, ns, kept.Name, kept.ResourceVersion)
 
-			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
 			patch := client.MergeFrom(w.DeepCopy())
@@ -414,14 +341,14 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				lbls[kdagv1alpha1.LabelShard] = tc.to
 			}
 			w.Labels = lbls
-			if err := env.Client.Patch(t.Context(), w, patch); err != nil {
+			if err := controller.SharedEnv().Client.Patch(t.Context(), w, patch); err != nil {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
 
 			for _, obj := range append(shardObjects(tc.owner), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: tc.owner}}) {
 				obj.SetNamespace(ns)
-				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+				if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 					t.Fatal(err)
 				}
 				key := fmt.Sprintf("%T %s", obj, obj.GetName())
@@ -437,7 +364,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			}
 			for _, n := range []string{tc.owner, tc.owner + "-child"} {
 				moved := &testapi.Widget{}
-				if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: n}, moved); err != nil {
+				if err := controller.SharedEnv().Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: n}, moved); err != nil {
 					t.Fatal(err)
 				}
 				if c := meta.FindStatusCondition(moved.Status.Conditions, kdagv1alpha1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
@@ -446,7 +373,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			}
 			old := managers[tc.from]
 			for _, n := range []string{tc.owner, tc.owner + "-child"} {
-				poll.True(t, fmt.Sprintf("Widget %s gone from the cache of the manager of shard %q", n, old.shard), waitTimeout, func(ctx context.Context) bool {
+				poll.True(t, fmt.Sprintf("Widget %s gone from the cache of the manager of shard %q", n, old.shard), controller.WaitTimeout, func(ctx context.Context) bool {
 					return apierrors.IsNotFound(old.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &testapi.Widget{}))
 				})
 			}
@@ -459,7 +386,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 // it b, records the assignment and removes the request, and b reconciles it. A request naming the
 // owner's own shard, or an invalid one, is no request: a reconciles the owner.
 func TestShards_HandOver(t *testing.T) {
-	ns := env.Namespace(t)
+	ns := controller.SharedEnv().Namespace(t)
 	name := "widget-" + ns
 	managers := map[string]*shardManager{"a": startShard(t, ns, name, "a"), "b": startShard(t, ns, name, "b")}
 	for _, tc := range []struct {
@@ -474,11 +401,11 @@ func TestShards_HandOver(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner,
 				Labels:      map[string]string{kdagv1alpha1.LabelShard: "a"},
 				Annotations: map[string]string{kdagv1alpha1.AnnotationShardAssigned: "a", kdagv1alpha1.AnnotationShardNext: tc.next}}}
-			if err := env.Client.Create(t.Context(), w); err != nil {
+			if err := controller.SharedEnv().Client.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
-			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
 			if tc.to == "b" {
@@ -500,7 +427,7 @@ func TestShards_HandOver(t *testing.T) {
 // function that stops the watch and says which version carried an owner reference ("" none).
 func watchOwnerReferences(t *testing.T, ns, name, rv string) func() string {
 	t.Helper()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(controller.SharedEnv().Config)
 	w, err := cs.CoreV1().ConfigMaps(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
 	if err != nil {
 		t.Fatal(err)
@@ -527,4 +454,104 @@ func watchOwnerReferences(t *testing.T, ns, name, rv string) func() string {
 		defer mu.Unlock()
 		return found
 	}
+}
+
+// shardLabel returns obj's kdag.dev/shard label: "" without it, "=" and its value with it.
+func shardLabel(obj client.Object) string {
+	if v, ok := obj.GetLabels()[kdagv1alpha1.LabelShard]; ok {
+		return "=" + v
+	}
+	return ""
+}
+
+func init() {
+	controller.ShardCache = shard.SelectCache
+	controller.ShardControllerOptions = func(mgr ctrl.Manager, name string) []controller.Option {
+		o := shard.Options{Shard: name}
+		return o.ControllerOptions(mgr)
+	}
+}
+
+// TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces: the informers of referenced objects
+// of a shard's manager hold the Secrets of the namespaces its own owners reference, not those
+// of another shard's namespace, and let them go when its last owner there moves to another
+// shard. Without the shard layer's WithNamespacedReferences they hold every Secret of the
+// cluster.
+func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
+	env := controller.SharedEnv()
+	mine, theirs := env.Namespace(t), env.Namespace(t)
+	for _, ns := range []string{mine, theirs} {
+		for i := range 3 {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("ref-%d", i)}, StringData: map[string]string{"k": "v"}}
+			if err := env.Client.Create(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Builder) error {
+		ref := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-0"}}, controller.RequireKeys("k"))
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}}, controller.DependsOn(ref))
+		return nil
+	})
+	layer := shard.Options{Shard: "a"}
+	if err := layer.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	comp := controller.For("refs", rm)
+	cacheOpts, err := shard.SelectCache(controller.CacheOptions(controller.SharedScheme, comp), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOpts.DefaultNamespaces = map[string]crcache.Config{mine: {}, theirs: {}}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: controller.SharedScheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cacheOpts,
+		MapperProvider: controller.MapperProvider, Controller: controller.CtrlConfigSkipNameValidation(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := controller.New(mgr, "refs", rm, append(layer.ControllerOptions(mgr), controller.WithMetrics(reg))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running.Manager(t, mgr)
+	for _, w := range []*testapi.Widget{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "in-a", Labels: map[string]string{kdagv1alpha1.LabelShard: "a"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: theirs, Name: "in-b", Labels: map[string]string{kdagv1alpha1.LabelShard: "b"}}},
+	} {
+		if err := env.Client.Create(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.True(t, "Widget in-a Ready", 2*controller.WaitTimeout, func(ctx context.Context) bool {
+		w := &testapi.Widget{}
+		return env.Client.Get(ctx, types.NamespacedName{Namespace: mine, Name: "in-a"}, w) == nil &&
+			meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady)
+	})
+	secrets := &corev1.SecretList{}
+	if err := env.Client.List(t.Context(), secrets, client.InNamespace(mine)); err != nil {
+		t.Fatal(err)
+	}
+	if got := controller.ReferenceObjects(c, "Secret"); got != len(secrets.Items) {
+		t.Errorf("the shard's informers of referenced Secrets hold %d, want the %d of its owner's namespace %s "+
+			"(none of namespace %s, another shard's)", got, len(secrets.Items), mine, theirs)
+	}
+
+	// The owner moves to shard b: no owner of shard a references anything any more.
+	w := &testapi.Widget{}
+	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: mine, Name: "in-a"}, w); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(w.DeepCopy())
+	w.Labels[kdagv1alpha1.LabelShard] = "b"
+	if err := env.Client.Patch(t.Context(), w, patch); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, "the shard's informers of referenced Secrets let namespace "+mine+" go", controller.WaitTimeout, func(context.Context) bool {
+		return controller.ReferenceObjects(c, "Secret") == 0
+	})
 }

@@ -166,7 +166,7 @@ func (a *Assigner) pass(ctx context.Context, c client.Reader) time.Duration {
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		id := ptr.Deref(l.Spec.HolderIdentity, "")
-		if l.Name != a.o.leaseName(id) || controller.ValidateShard(id) != nil || id == "" {
+		if l.Name != a.o.leaseName(id) || ValidateName(id) != nil || id == "" {
 			continue // not a member's
 		}
 		exp := expiry(l)

@@ -6,10 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/shard"
@@ -25,21 +23,19 @@ func (widgets) AddResources(_ context.Context, _ *testapi.Widget, _ *controller.
 	return nil
 }
 
-// Example is a replica of dynamic shards, as package doc's sketch (compiled, not run: it needs a
+// Example is a replica of dynamic shards, as kdag's --shards=auto (compiled, not run: it needs a
 // cluster). The replica's ID is its pod's name, its Leases go to the operator's namespace.
 func Example() {
 	ctx, cfg, scheme := context.Background(), &rest.Config{Host: "https://kube-apiserver"}, runtime.NewScheme()
 	_ = testapi.AddToScheme(scheme)
 	var rm widgets
-	id, namespace := shard.SanitizeID("kdag-7c9f5d-x2x4z"), "kdag-system"
-	components := []controller.Component{controller.For("widgets", rm, controller.WithShard(id))}
-	mgr, _ := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:           scheme,
-		Cache:            controller.CacheOptions(scheme, components...),
-		LeaderElection:   true,
-		LeaderElectionID: shard.AssignerLeaderElectionID,
-		Controller:       config.Controller{NeedLeaderElection: ptr.To(false)},
-	})
-	_ = controller.Setup(ctx, mgr, components)
-	_ = shard.Add(mgr, id, components, shard.WithNamespace(namespace))
+	components := []controller.Component{controller.For("widgets", rm)}
+	layer := shard.Options{Shards: "auto", ID: shard.SanitizeID("kdag-7c9f5d-x2x4z"), Namespace: "kdag-system"}
+	if err := layer.Complete(); err != nil {
+		panic(err)
+	}
+	mgrOpts, _ := layer.ManagerOptions(ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(scheme, components...)})
+	mgr, _ := ctrl.NewManager(cfg, mgrOpts)
+	_ = controller.Setup(ctx, mgr, components, layer.ControllerOptions(mgr)...)
+	_ = layer.Add(mgr, components)
 }

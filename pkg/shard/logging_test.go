@@ -78,8 +78,11 @@ func TestAdd_LogsToTheManagersLogger(t *testing.T) {
 	logger := funcr.New(out.add, funcr.Options{Verbosity: 1})
 	id := "logging-r1"
 	comp := controller.For("widgets", widgetRM{replica: id, act: &activity{times: map[string]map[string][]time.Time{},
-		held: map[string]chan struct{}{}, holding: make(chan string, 1)}}, controller.WithShard(id))
-	cacheOpts := controller.CacheOptions(scheme, comp)
+		held: map[string]chan struct{}{}, holding: make(chan string, 1)}})
+	cacheOpts, err := SelectCache(controller.CacheOptions(scheme, comp), id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme: scheme, Logger: logger, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cacheOpts,
@@ -92,7 +95,11 @@ func TestAdd_LogsToTheManagersLogger(t *testing.T) {
 		t.Fatal(err)
 	}
 	comps := []controller.Component{comp}
-	if err := controller.Setup(t.Context(), mgr, comps, controller.WithWatchNamespaces(ns)); err != nil {
+	layer := Options{Shards: "auto", ID: id, Namespace: ns, LeaseDuration: testLease}
+	if err := layer.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Setup(t.Context(), mgr, comps, append(layer.ControllerOptions(mgr), controller.WithWatchNamespaces(ns))...); err != nil {
 		t.Fatal(err)
 	}
 	opts := []Option{WithNamespace(ns), WithLeaseDuration(testLease), WithWatchNamespaces(ns)}
@@ -136,6 +143,7 @@ func TestAdd_LogsToTheManagersLogger(t *testing.T) {
 		}
 	})
 	for _, want := range [][]string{
+		{`shard-member `, `"holding the member Lease"`},
 		{`shard-assigner `, `"moved an owner"`, `"owner"="shard-logging/w"`},
 		{`shard-assigner `, `"deleted an expired member Lease"`},
 		{`shard-unserved `, `"an owner's shard is served by no manager"`, `"owner"="shard-logging/typo"`},

@@ -2,40 +2,43 @@ package shard
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/pkg/errors"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 )
 
 // Member keeps one replica's membership Lease ("<group>-shard-<id>" in the operator's namespace)
 // renewed while the replica runs, so that the assigner counts the replica among the live shards.
-// It is not a lock: every replica holds its own Lease. It is a manager.Runnable that every
-// replica runs (NeedLeaderElection is false); its Start returns an error, which stops the
-// manager, when the Lease has not been renewed for the renew deadline (two thirds of the Lease
-// duration): a replica that may have lost its Lease stops reconciling before the assigner can
-// give its owners to others (fencing).
+// It is not a lock shared with others: every replica holds its own Lease, with client-go's
+// leader election (tools/leaderelection) as the one candidate of that Lease. It is a
+// manager.Runnable that every replica runs (NeedLeaderElection is false); its Start returns an
+// error, which stops the manager, when the Lease could not be renewed in time (the elector's
+// renew deadline): a replica that may have lost its Lease stops reconciling before the assigner
+// can give its owners to others (fencing).
 type Member struct {
 	id     string
-	client client.Client // writes the Lease
-	reader client.Reader // reads it from the API server, not a cache
+	leases coordinationv1client.LeasesGetter
 	o      options
-	log    logr.Logger
+	// log is the logger when Start's context carries none (runLogger): the manager's (Add), or
+	// controller-runtime's global one (NewMember).
+	log logr.Logger
 }
 
-// NewMember returns the Member of replica id (a valid shard name, controller.ValidateShard),
-// writing its Lease with c and reading it with r (a manager's GetClient and GetAPIReader). It
-// returns an error when id or an option is invalid (options.go says which are required).
-func NewMember(id string, c client.Client, r client.Reader, opts ...Option) (*Member, error) {
+// NewMember returns the Member of replica id (a valid shard name, ValidateName), writing its
+// Lease with leases (coordinationv1client.NewForConfigAndClient of the manager's config and HTTP
+// client, or a clientset's CoordinationV1()). It returns an error when id or an option is invalid
+// (options.go says which are required).
+func NewMember(id string, leases coordinationv1client.LeasesGetter, opts ...Option) (*Member, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
@@ -43,10 +46,13 @@ func NewMember(id string, c client.Client, r client.Reader, opts ...Option) (*Me
 	if id == "" {
 		return nil, errors.New("shard: a member needs an ID (kdag's --shard-id)")
 	}
-	if err := controller.ValidateShard(id); err != nil {
+	if err := ValidateName(id); err != nil {
 		return nil, errors.Wrap(err, "shard: member ID")
 	}
-	return &Member{id: id, client: c, reader: r, o: o, log: crlog.Log}, nil
+	if leases == nil {
+		return nil, errors.New("shard: a member needs a Lease client")
+	}
+	return &Member{id: id, leases: leases, o: o, log: crlog.Log}, nil
 }
 
 // runLogger returns the logger of ctx, or fallback when ctx carries none: a controller-runtime
@@ -68,80 +74,60 @@ func (m *Member) NeedLeaderElection() bool { return false }
 
 // Start creates or takes over the Lease and renews it every fifth of the Lease duration until ctx
 // is done (then it returns nil, and leaves the Lease to expire: the replica's reconciles may
-// still be running). It returns an error when no renewal has succeeded for the renew deadline,
-// counted from Start for the first one.
+// still be running). It returns an error when the Lease was not held within the renew deadline of
+// Start, or when a renewal did not succeed within the renew deadline: in both cases before two
+// thirds of the Lease duration have passed since the last renewal that succeeded.
 func (m *Member) Start(ctx context.Context) error {
-	m.log = runLogger(ctx, m.log).WithName("shard-member").WithValues("shard", m.id)
-	var lease *coordinationv1.Lease
-	last := time.Now() // the last renewal that succeeded, as of when it was sent
-	var lastErr error
-	for {
-		sent := time.Now()
-		deadline := last.Add(m.o.renewDeadline())
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		l, err := m.renew(rctx, lease, sent)
+	log := runLogger(ctx, m.log).WithName("shard-member").WithValues("shard", m.id)
+	name := m.o.leaseName(m.id)
+	held := make(chan struct{})
+	var once sync.Once
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: m.o.namespace, Name: name},
+			Client:     m.leases,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: m.id},
+			Labels:     map[string]string{kdagv1alpha1.LabelShardMember: m.o.group},
+		},
+		LeaseDuration: m.o.leaseDuration,
+		RenewDeadline: m.o.electorRenewDeadline(),
+		RetryPeriod:   m.o.renewInterval(),
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) { once.Do(func() { close(held) }) },
+			OnStoppedLeading: func() {},
+		},
+		Name: name,
+	})
+	if err != nil {
+		return errors.Wrapf(err, "shard %s: member Lease %s/%s", m.id, m.o.namespace, name)
+	}
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		elector.Run(ectx)
+	}()
+	select {
+	case <-held:
+		log.V(1).Info("holding the member Lease", "lease", m.o.namespace+"/"+name)
+	case <-ran:
+	case <-ctx.Done():
+	case <-time.After(m.o.renewDeadline()):
 		cancel()
-		switch {
-		case ctx.Err() != nil:
+		<-ran
+		if ctx.Err() != nil {
 			return nil
-		case err == nil:
-			lease, last, lastErr = l, sent, nil
-		default:
-			lease, lastErr = nil, err // read it again: it may have been changed or deleted
-			m.log.Info("could not renew the member Lease", "error", err.Error())
 		}
-		wait := m.o.renewInterval()
-		if lastErr != nil {
-			if !time.Now().Before(deadline) {
-				return errors.Wrapf(lastErr, "shard %s: member Lease %s/%s not renewed for %s; stopping, so that its owners "+
-					"can move to other replicas when it expires", m.id, m.o.namespace, m.o.leaseName(m.id), time.Since(last).Round(time.Millisecond))
-			}
-			wait = min(wait, time.Until(deadline))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
+		return errors.Errorf("shard %s: member Lease %s/%s not held within %s of the start; stopping, so that no owner "+
+			"is given to a replica that cannot say it is alive", m.id, m.o.namespace, name, m.o.renewDeadline())
 	}
-}
-
-// renew writes the Lease, live from now: lease is the last one written, or nil to read it (and
-// create it when it does not exist).
-func (m *Member) renew(ctx context.Context, lease *coordinationv1.Lease, now time.Time) (*coordinationv1.Lease, error) {
-	t := metav1.NewMicroTime(now)
-	if lease == nil {
-		lease = &coordinationv1.Lease{}
-		err := m.reader.Get(ctx, client.ObjectKey{Namespace: m.o.namespace, Name: m.o.leaseName(m.id)}, lease)
-		if apierrors.IsNotFound(err) {
-			lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-				Namespace: m.o.namespace, Name: m.o.leaseName(m.id),
-				Labels: map[string]string{kdagv1alpha1.LabelShardMember: m.o.group},
-			}}
-			m.fill(lease, t)
-			return lease, errors.Wrapf(m.client.Create(ctx, lease), "create Lease %s/%s", lease.Namespace, lease.Name)
-		}
-		if err != nil {
-			return nil, errors.Wrapf(err, "get Lease %s/%s", m.o.namespace, m.o.leaseName(m.id))
-		}
+	<-ran
+	if ctx.Err() != nil {
+		return nil
 	}
-	l := lease.DeepCopy()
-	if l.Labels == nil {
-		l.Labels = map[string]string{}
-	}
-	l.Labels[kdagv1alpha1.LabelShardMember] = m.o.group
-	m.fill(l, t)
-	return l, errors.Wrapf(m.client.Update(ctx, l), "update Lease %s/%s", l.Namespace, l.Name)
-}
-
-// fill sets lease's spec: held by the member, renewed at now.
-func (m *Member) fill(lease *coordinationv1.Lease, now metav1.MicroTime) {
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != m.id || lease.Spec.AcquireTime == nil {
-		lease.Spec.AcquireTime = &now
-	}
-	lease.Spec.HolderIdentity = ptr.To(m.id)
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.o.leaseDuration / time.Second))
-	lease.Spec.RenewTime = &now
+	return errors.Errorf("shard %s: member Lease %s/%s not renewed within %s; stopping, so that its owners can move to "+
+		"other replicas when it expires", m.id, m.o.namespace, name, m.o.electorRenewDeadline())
 }
 
 // expiry returns when lease stops being live: its renew time plus its duration; the zero time

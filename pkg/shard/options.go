@@ -16,7 +16,7 @@ const (
 	// controller-runtime's leader election Lease.
 	DefaultLeaseDuration = 15 * time.Second
 	// DefaultLeaderElectionID is the leader election ID of kdag's unsharded manager: the Lease of
-	// static shard NAME is "NAME.<it>" (controller.LeaderElectionID).
+	// static shard NAME is "NAME.<it>" (LeaderElectionID).
 	DefaultLeaderElectionID = "kdag.kdag.dev"
 )
 
@@ -37,6 +37,7 @@ type options struct {
 	leaseDuration   time.Duration
 	watchNamespaces []string
 	leaderElection  string           // the unsharded manager's leader election ID
+	own             string           // the manager's own shard (WithOwnShard)
 	now             func() time.Time // the clock the assigner judges Leases by
 }
 
@@ -69,11 +70,17 @@ func WithWatchNamespaces(namespaces ...string) Option {
 }
 
 // WithLeaderElectionID sets the leader election ID of the operator's unsharded manager, whose
-// static shards' managers elect on the Leases controller.LeaderElectionID(id, shard) in the
+// static shards' managers elect on the Leases LeaderElectionID(id, shard) in the
 // namespace of WithNamespace: Unserved reads them to tell which static shards run. Default:
 // DefaultLeaderElectionID.
 func WithLeaderElectionID(id string) Option {
 	return optionFunc(func(o *options) { o.leaderElection = id })
+}
+
+// WithOwnShard tells the check of unserved shards (NewUnserved) the shard of the manager it runs
+// in, which it counts as served whatever the Leases say. Default: "", the unsharded manager.
+func WithOwnShard(shard string) Option {
+	return optionFunc(func(o *options) { o.own = shard })
 }
 
 // newOptions applies opts over the defaults and returns an error when the result cannot work.
@@ -103,6 +110,11 @@ func (o options) renewInterval() time.Duration { return o.leaseDuration / 5 }
 // renewDeadline is how long a member goes without a renewal before it stops itself: a third of
 // the Lease duration before the Lease expires, for in-flight writes to end and for clock skew.
 func (o options) renewDeadline() time.Duration { return o.leaseDuration * 2 / 3 }
+
+// electorRenewDeadline is the leader elector's RenewDeadline: a renewal round starts a retry
+// period after the last success and gives up after this, so that the member stops by
+// renewDeadline after its last renewal that succeeded.
+func (o options) electorRenewDeadline() time.Duration { return o.renewDeadline() - o.renewInterval() }
 
 // leaseName returns the name of the member Lease of replica id: "<group>-shard-<id>".
 func (o options) leaseName(id string) string { return o.group + "-shard-" + id }

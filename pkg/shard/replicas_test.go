@@ -170,9 +170,15 @@ func (rm widgetRM) AddResources(_ context.Context, w *testapi.Widget, b *control
 // election. It returns the function that stops it and waits until it has.
 func startReplica(t *testing.T, env *envtest.Environment, ns, id string, act *activity) (stop func()) {
 	t.Helper()
-	comp := controller.For("widgets", widgetRM{replica: id, act: act}, controller.WithShard(id),
-		controller.WithOperatorVersion("replica-"+id))
-	cacheOpts := controller.CacheOptions(scheme, comp)
+	comp := controller.For("widgets", widgetRM{replica: id, act: act}, controller.WithOperatorVersion("replica-"+id))
+	layer := Options{Shards: "auto", ID: id, Namespace: ns, LeaseDuration: testLease}
+	if err := layer.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	cacheOpts, err := SelectCache(controller.CacheOptions(scheme, comp), id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                        scheme,
@@ -199,8 +205,8 @@ func startReplica(t *testing.T, env *envtest.Environment, ns, id string, act *ac
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}, controller.WithMetrics(reg),
-		controller.WithWatchNamespaces(ns)); err != nil {
+	opts := append(layer.ControllerOptions(mgr), controller.WithMetrics(reg), controller.WithWatchNamespaces(ns))
+	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}, opts...); err != nil {
 		t.Fatal(err)
 	}
 	if err := Add(mgr, id, []controller.Component{comp}, WithNamespace(ns), WithLeaseDuration(testLease), WithWatchNamespaces(ns)); err != nil {
@@ -371,10 +377,20 @@ func waitMembers(t *testing.T, env *envtest.Environment, ns string, ids ...strin
 // labelled returns "" when every Widget of names is labelled with the shard ring gives it,
 // annotated as assigned to it, with no hand-over pending; else what is not.
 func labelled(ctx context.Context, env *envtest.Environment, ns string, names []string, ring Ring) string {
+	// One list, not a read per Widget: the test client's rate limit (5 requests a second) would
+	// otherwise take seconds of the time the assigner is given.
+	list := &testapi.WidgetList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	byName := map[string]*testapi.Widget{}
+	for i := range list.Items {
+		byName[list.Items[i].Name] = &list.Items[i]
+	}
 	for _, n := range names {
-		w := &testapi.Widget{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, w); err != nil {
-			return err.Error()
+		w, ok := byName[n]
+		if !ok {
+			return fmt.Sprintf("Widget %s: not found", n)
 		}
 		want := ring.Owner(ns + "/" + n)
 		if got := w.Labels[kdagv1alpha1.LabelShard]; got != want || w.Annotations[kdagv1alpha1.AnnotationShardAssigned] != want {

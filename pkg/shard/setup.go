@@ -18,23 +18,20 @@ const AssignerLeaderElectionID = "assigner.kdag.kdag.dev"
 // Add makes mgr a replica of dynamic shards with the ID id (its shard's name): it adds a Member
 // (the replica's Lease, renewed while it runs, which stops the manager when it cannot be) and an
 // Assigner (run by the replica that leads the election) for the owners of components. The
-// components must be given controller.WithShard(id) (controller.For's options), and mgr must
-// run its reconcilers on every replica and the Assigner on one: ctrl.Options with
-// LeaderElection, LeaderElectionID AssignerLeaderElectionID and Controller.NeedLeaderElection
-// false. WithNamespace is required. It returns an error when id is not a valid shard name, a
-// component is in another shard, or an option is invalid.
+// manager must be set up as Options.ManagerOptions and Options.ControllerOptions do for a
+// replica (its cache and Controllers in shard id, its reconcilers on every replica and the
+// Assigner on one); Options.Add calls it. WithNamespace is required. It returns an error when id
+// is not a valid shard name or an option is invalid.
 func Add(mgr ctrl.Manager, id string, components []controller.Component, opts ...Option) error {
-	member, err := NewMember(id, mgr.GetClient(), mgr.GetAPIReader(), opts...)
+	leases, err := newLeases(mgr)
+	if err != nil {
+		return err
+	}
+	member, err := NewMember(id, leases, opts...)
 	if err != nil {
 		return err
 	}
 	member.log = mgr.GetLogger()
-	for _, comp := range components {
-		if comp.Shard() != id {
-			return errors.Errorf("shard: component %s is in shard %q, not the replica's shard %q: give controller.WithShard(%q) "+
-				"to its controller.For", comp.Name(), comp.Shard(), id, id)
-		}
-	}
 	assigner, err := NewAssigner(mgr, components, opts...)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ const (
 // served when one of the Leases in the namespace of WithNamespace is live (renewed within its
 // own duration, with a holder):
 //
-//   - the leader election Lease of its static shard's managers, controller.LeaderElectionID of
+//   - the leader election Lease of its static shard's managers, LeaderElectionID of
 //     WithLeaderElectionID and the shard ("tenants-a.kdag.kdag.dev"), or
 //   - the member Lease of its dynamic shard's replica ("<group>-shard-<id>", as Member writes it);
 //
@@ -98,11 +98,11 @@ type sighting struct {
 	warned bool
 }
 
-// NewUnserved returns the Unserved of the owners of components (the manager's own, whose shard
-// it takes for served), for mgr's API server, scheme and REST mapper, recording events with
+// NewUnserved returns the Unserved of the owners of components (the manager's own; its shard,
+// WithOwnShard, counts as served), for mgr's API server, scheme and REST mapper, recording events with
 // mgr's recorder and the gauge on controller-runtime's metrics registry. WithNamespace is
-// required (where the Leases are); WithGroup, WithLeaderElectionID and WithWatchNamespaces
-// apply. It returns an error when an option is invalid or a component's owner type is not in
+// required (where the Leases are); WithGroup, WithLeaderElectionID, WithOwnShard and
+// WithWatchNamespaces apply. It returns an error when an option is invalid or a component's owner type is not in
 // mgr's scheme.
 func NewUnserved(mgr ctrl.Manager, components []controller.Component, opts ...Option) (*Unserved, error) {
 	o, err := newOptions(opts)
@@ -125,8 +125,8 @@ func NewUnserved(mgr ctrl.Manager, components []controller.Component, opts ...Op
 			seen[gvk] = true
 			u.gvks = append(u.gvks, gvk)
 		}
-		u.own = comp.Shard()
 	}
+	u.own = o.own
 	return u, nil
 }
 
@@ -228,7 +228,7 @@ func (u *Unserved) warn(owner *metav1.PartialObjectMetadata, shard string) {
 		target += " -n " + owner.Namespace
 	}
 	why := fmt.Sprintf(", and none can: %q is not a valid shard name", shard)
-	if id, err := controller.LeaderElectionID(u.o.leaderElection, shard); err == nil && shard != "" {
+	if id, err := LeaderElectionID(u.o.leaderElection, shard); err == nil && shard != "" {
 		why = fmt.Sprintf(" (no live Lease %s/%s of its managers (--shard=%s) or %s/%s of a replica (--shards=auto))",
 			u.o.namespace, id, shard, u.o.namespace, u.o.leaseName(shard))
 	}
@@ -242,7 +242,7 @@ func (u *Unserved) warn(owner *metav1.PartialObjectMetadata, shard string) {
 }
 
 // servedShards returns the shards that leases (those of the namespace of o) say are served at
-// now: the static shards whose leader election Lease (controller.LeaderElectionID of o's ID and
+// now: the static shards whose leader election Lease (LeaderElectionID of o's ID and
 // the shard) is live, and the dynamic shards whose member Lease is. A Lease is live when it has
 // a holder and was renewed within its duration. The unsharded manager's and the assigner's
 // Leases name no shard.
@@ -260,7 +260,7 @@ func servedShards(leases []coordinationv1.Lease, o options, now time.Time) map[s
 			served[holder] = true
 		case l.Name == AssignerLeaderElectionID:
 		case strings.HasSuffix(l.Name, suffix):
-			if shard := strings.TrimSuffix(l.Name, suffix); controller.ValidateShard(shard) == nil {
+			if shard := strings.TrimSuffix(l.Name, suffix); ValidateName(shard) == nil {
 				served[shard] = true
 			}
 		}

@@ -135,8 +135,8 @@ func TestUnserved_WarnsAndCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp := controller.For("widgets", widgetRM{}, controller.WithShard("mine"))
-	u, err := NewUnserved(mgr, []controller.Component{comp}, WithNamespace(ns), WithWatchNamespaces(ns))
+	comp := controller.For("widgets", widgetRM{})
+	u, err := NewUnserved(mgr, []controller.Component{comp}, WithNamespace(ns), WithWatchNamespaces(ns), WithOwnShard("mine"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ const (
 	// owner's objects.
 	LabelOwnerUID = "kdag.dev/owner-uid"
 	// LabelShard on an owner names the shard whose manager reconciles it (static shards, as
-	// in Flux): a manager started with a shard (controller.WithShard, kdag's --shard)
+	// in Flux): a manager started with a shard (shard.Options, kdag's --shard)
 	// reconciles only owners labelled with its name; a manager without one only owners without
 	// the label. kdag copies the owner's value onto every object it applies for the owner,
 	// child owners included, so that the shard's label-selected cache holds them. The value is
