@@ -67,6 +67,17 @@ type Crashes struct {
 	// process would: a ResourceManager's memory (a cache, generated values) starts empty in the
 	// fresh manager. Components may then be nil.
 	NewComponents func() []controller.Component
+	// Shards, when set, are the shards of the managers of every run ("" the unsharded one): one
+	// manager each, running ShardComponents(shard), for a scenario that moves owners between
+	// shards (a kdag.dev/shard label changed, a kdag.dev/shard-next hand-over). The crash points
+	// are the writes of all of them together: the manager that makes the crash point's write
+	// dies, a fresh manager of its shard takes over, and the others go on. The settle pass runs a
+	// fresh manager per shard.
+	Shards []string
+	// ShardComponents makes the components of a manager of shard, each given
+	// controller.WithShard(shard): required with Shards, in place of Components and
+	// NewComponents.
+	ShardComponents func(shard string) []controller.Component
 	// Setup, when set, runs first, with no crash point armed: it brings the namespace where the
 	// scenario starts (an owner deployed and Ready, for a scenario that upgrades it). The
 	// manager's writes during Setup are not crash points.
@@ -163,6 +174,9 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 	if c.Scenario == nil {
 		t.Fatal("controllertest: ExploreCrashes needs a Scenario")
 	}
+	if (len(c.Shards) > 0) != (c.ShardComponents != nil) {
+		t.Fatal("controllertest: ExploreCrashes needs both Shards and ShardComponents, or neither")
+	}
 	x := explorer{api: api, c: c}
 	var base *crashRun
 	if !t.Run("clean run", func(t *testing.T) {
@@ -249,12 +263,24 @@ type explorer struct {
 // and checks the invariants that need no clean run.
 func (x explorer) run(t *testing.T, n int) *crashRun {
 	c := x.c
-	components := c.Components
-	if c.NewComponents != nil {
+	components, shards := c.Components, c.Shards
+	switch {
+	case c.ShardComponents != nil:
+		components = c.ShardComponents(shards[0])
+	case c.NewComponents != nil:
 		components = c.NewComponents()
 	}
 	h := newHarness(t, x.api, components)
-	h.fresh = c.NewComponents
+	switch {
+	case c.ShardComponents != nil:
+		h.fresh = c.ShardComponents
+	case c.NewComponents != nil:
+		h.fresh = func(string) []controller.Component { return c.NewComponents() }
+	}
+	if len(shards) == 0 {
+		shards = []string{""} // the components' own shard: fresh is not asked for one
+	}
+	h.shards = shards
 	hist, err := h.record()
 	if err != nil {
 		t.Fatalf("controllertest: record the history of %s: %v", h.Namespace, err)
@@ -267,10 +293,14 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 		}
 	}
 	t.Cleanup(stopHistory)
-	sw := &crashSwitch{mode: c.Mode, killed: make(chan struct{})}
-	sup, err := h.supervise(t, sw)
-	if err != nil {
-		t.Fatalf("controllertest: %v", err)
+	sw := &crashSwitch{mode: c.Mode}
+	var sups []*supervisor
+	for _, shard := range shards {
+		sup, err := h.supervise(t, shard, sw.target())
+		if err != nil {
+			t.Fatalf("controllertest: %v", err)
+		}
+		sups = append(sups, sup)
 	}
 	t.Cleanup(func() {
 		if t.Failed() && sw.reached() {
@@ -290,8 +320,11 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	}
 	sw.disarm()
 	run := &crashRun{writes: sw.count(), reached: sw.reached(), request: sw.request()}
-	problems = append(problems, sup.stop()...)
-	panics := sup.panics()
+	var panics float64
+	for _, sup := range sups {
+		problems = append(problems, sup.stop()...)
+		panics += sup.panics()
+	}
 	if settled == "" {
 		quiet := c.Quiet
 		if quiet <= 0 {
@@ -330,20 +363,31 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	return run
 }
 
-// crashSwitch is the transport of the first manager of a run: it counts the manager's writes
-// once armed and kills the manager at the crash point.
+// crashSwitch counts the writes of the first managers of a run (one per shard) once armed, and
+// kills the manager that makes the crash point's write.
 type crashSwitch struct {
-	mode   CrashMode
-	killed chan struct{} // closed when the manager is killed
+	mode CrashMode
 
 	mu     sync.Mutex
 	armed  bool
 	point  int // 0: count only
 	writes int
-	dead   bool
 	line   string // the write at the crash point
-	kill   func() // cancels the manager
-	once   sync.Once
+}
+
+// crashTarget is the transport of one manager through its run's crashSwitch.
+type crashTarget struct {
+	sw     *crashSwitch
+	killed chan struct{} // closed when the manager is killed
+
+	dead bool   // guarded by sw.mu
+	kill func() // cancels the manager; guarded by sw.mu
+	once sync.Once
+}
+
+// target returns a transport of a manager through s.
+func (s *crashSwitch) target() *crashTarget {
+	return &crashTarget{sw: s, killed: make(chan struct{})}
 }
 
 // arm starts counting writes from 0, with the crash point n (0: none).
@@ -388,11 +432,12 @@ var errCrashed = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("
 // dead none does, and the write at the crash point is sent then the manager killed (after),
 // killed without sending it (before), or answered 409 Conflict (conflict). A request sent before
 // the crash point's write was counted still completes, as on a real connection.
-func (s *crashSwitch) wrap(next http.RoundTripper) http.RoundTripper {
+func (c *crashTarget) wrap(next http.RoundTripper) http.RoundTripper {
+	s := c.sw
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		_, write := writeLine(req.Method, req.URL.Path)
 		s.mu.Lock()
-		if s.dead {
+		if c.dead {
 			s.mu.Unlock()
 			closeBody(req)
 			return nil, errCrashed
@@ -404,7 +449,7 @@ func (s *crashSwitch) wrap(next http.RoundTripper) http.RoundTripper {
 		}
 		if due {
 			s.line = req.Method + " " + req.URL.Path
-			s.dead = s.mode != ConflictAtWrite // nothing after this write is sent
+			c.dead = s.mode != ConflictAtWrite // nothing after this write is sent
 		}
 		s.mu.Unlock()
 		if !due {
@@ -422,21 +467,21 @@ func (s *crashSwitch) wrap(next http.RoundTripper) http.RoundTripper {
 				_ = resp.Body.Close()
 			}
 		}
-		s.die()
+		c.die()
 		return nil, errCrashed
 	})
 }
 
 // die cancels the manager and tells the supervisor, once.
-func (s *crashSwitch) die() {
-	s.once.Do(func() {
-		s.mu.Lock()
-		kill := s.kill
-		s.mu.Unlock()
+func (c *crashTarget) die() {
+	c.once.Do(func() {
+		c.sw.mu.Lock()
+		kill := c.kill
+		c.sw.mu.Unlock()
 		if kill != nil {
 			kill()
 		}
-		close(s.killed)
+		close(c.killed)
 	})
 }
 
@@ -467,8 +512,8 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// supervisor runs the managers of one run: the first, through a crashSwitch, and, once the switch
-// killed it, a fresh one.
+// supervisor runs the managers of one shard in one run: the first, through a crashTarget, and,
+// once the crash point killed it, a fresh one.
 type supervisor struct {
 	first  *managerRun
 	killed <-chan struct{} // the crash switch's
@@ -482,17 +527,17 @@ type supervisor struct {
 	startErr error
 }
 
-// supervise starts the harness's first manager through sw and a goroutine that, when sw kills it,
-// waits until it has stopped and starts a fresh one. stop ends both; the test's end calls it in
-// any case. It returns an error when the first manager does not start.
-func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) {
-	first, err := h.startManager(t.Context(), sw.wrap)
+// supervise starts the harness's first manager of shard through sw and a goroutine that, when sw
+// kills it, waits until it has stopped and starts a fresh one of the shard. stop ends both; the
+// test's end calls it in any case. It returns an error when the first manager does not start.
+func (h *Harness) supervise(t testing.TB, shard string, sw *crashTarget) (*supervisor, error) {
+	first, err := h.startManager(t.Context(), shard, sw.wrap)
 	if err != nil {
 		return nil, err
 	}
-	sw.mu.Lock()
+	sw.sw.mu.Lock()
 	sw.kill = first.cancel
-	sw.mu.Unlock()
+	sw.sw.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{first: first, killed: sw.killed, cancel: cancel, done: make(chan struct{}), all: []*managerRun{first}}
 	go func() {
@@ -511,7 +556,7 @@ func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) 
 		}
 		startCtx, cancelStart := context.WithTimeout(ctx, Timeout)
 		defer cancelStart()
-		next, err := h.startManager(startCtx)
+		next, err := h.startManager(startCtx, shard)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
@@ -641,31 +686,49 @@ func (h *Harness) waitOwnersSettled() string {
 	return ""
 }
 
-// settlePass starts a fresh manager, waits until it has run the graph of every owner of each
-// component (kdag_graph_run_duration_seconds) and then for quiet, stops it, and returns its writes
-// ("VERB resource/name", refused ones too) and its nodes' panics. It returns an error when the
-// manager does not start, does not reconcile every owner within Timeout, or fails.
+// settlePass starts a fresh manager per shard of the harness, waits until they have run the graph
+// of every owner of each component (kdag_graph_run_duration_seconds, summed over the managers)
+// and then for quiet, stops them, and returns their writes ("VERB resource/name", refused ones
+// too) and their nodes' panics. It returns an error when a manager does not start, they do not
+// reconcile every owner within Timeout, or one fails.
 func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string, float64, error) {
 	all, err := h.owners(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
 	h.ResetWrites()
-	m, err := h.startManager(ctx)
-	if err != nil {
-		return nil, 0, err
+	shards := h.shards
+	if len(shards) == 0 {
+		shards = []string{""}
 	}
+	var managers []*managerRun
 	stopped := false
 	defer func() {
 		if !stopped {
-			_ = m.stop()
+			for _, m := range managers {
+				_ = m.stop()
+			}
 		}
 	}()
+	for _, shard := range shards {
+		m, err := h.startManager(ctx, shard)
+		if err != nil {
+			return nil, 0, err
+		}
+		managers = append(managers, m)
+	}
+	sum := func(name, controller string) float64 {
+		var n float64
+		for _, m := range managers {
+			n += metricSum(m.registry, name, controller)
+		}
+		return n
+	}
 	var behind string
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, Timeout, true, func(context.Context) (bool, error) {
 		behind = ""
 		for _, c := range h.components {
-			if runs := metricSum(m.registry, metrics.Namespace+"_graph_run_duration_seconds", c.Name()); runs < float64(len(all[c.Name()])) {
+			if runs := sum(metrics.Namespace+"_graph_run_duration_seconds", c.Name()); runs < float64(len(all[c.Name()])) {
 				behind = fmt.Sprintf("component %s ran %v graphs for %d owners", c.Name(), runs, len(all[c.Name()]))
 				return false, nil
 			}
@@ -677,8 +740,14 @@ func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string
 	}
 	time.Sleep(quiet)
 	stopped = true
-	if err := m.stop(); err != nil {
-		return nil, 0, errors.Wrap(err, "the settle pass's manager")
+	var stopErr error
+	for _, m := range managers {
+		if err := m.stop(); err != nil && stopErr == nil {
+			stopErr = errors.Wrap(err, "the settle pass's manager")
+		}
+	}
+	if stopErr != nil {
+		return nil, 0, stopErr
 	}
 	var writes []string
 	for _, r := range h.requests.Requests() {
@@ -686,5 +755,5 @@ func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string
 			writes = append(writes, line)
 		}
 	}
-	return writes, metricSum(m.registry, metrics.Namespace+"_node_panics_total", ""), nil
+	return writes, sum(metrics.Namespace+"_node_panics_total", ""), nil
 }

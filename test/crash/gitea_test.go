@@ -54,7 +54,11 @@ func sample(t *testing.T) *giteav1alpha1.Gitea {
 // the database's claim and StatefulSet, the cache, the server's claim, its migration Job and its
 // Deployment. It returns once the Gitea is Ready.
 func deploy(t *testing.T, h *controllertest.Harness) *giteav1alpha1.Gitea {
-	g := sample(t)
+	return deployGitea(t, h, sample(t))
+}
+
+// deployGitea is deploy with g, a Gitea named demo.
+func deployGitea(t *testing.T, h *controllertest.Harness, g *giteav1alpha1.Gitea) *giteav1alpha1.Gitea {
 	h.Create(g)
 	for _, obj := range []client.Object{
 		controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DataClaimName(pgName)),
