@@ -78,6 +78,11 @@ type Crashes struct {
 	// controller.WithShard(shard): required with Shards, in place of Components and
 	// NewComponents.
 	ShardComponents func(shard string) []controller.Component
+	// Again, when > 0, crashes the recovery too: the fresh manager that takes over after the
+	// crash point dies at its Again-th write (counted from its start, in Mode), and another fresh
+	// manager finishes the scenario. The failure's Request then names both writes. A run whose
+	// fresh manager makes fewer writes has one crash.
+	Again int
 	// Setup, when set, runs first, with no crash point armed: it brings the namespace where the
 	// scenario starts (an owner deployed and Ready, for a scenario that upgrades it). The
 	// manager's writes during Setup are not crash points.
@@ -140,6 +145,8 @@ type CrashReport struct {
 	// NotReached counts the crash runs whose manager made fewer writes than their crash point
 	// (a run's writes vary with timing): they ran as clean runs.
 	NotReached int
+	// Twice counts the crash runs whose recovering manager died too (Crashes.Again).
+	Twice int
 	// Failed counts the crash runs with a broken invariant or a failed assertion.
 	Failed int
 	// Took is the time of the whole exploration, the clean run included.
@@ -202,13 +209,20 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 		if run != nil && !run.reached {
 			report.NotReached++
 		}
+		if run != nil && run.twice {
+			report.Twice++
+		}
 		if !ok || len(problems) > 0 {
 			report.Failed++
 		}
 	}
 	report.Took = time.Since(start)
-	t.Logf("controllertest: %d crash points (%s), %d explored, %d not reached, %d failed, in %s",
-		report.Writes, strings.TrimSuffix(c.Mode.point(0), " 0"), report.Explored, report.NotReached, report.Failed,
+	again := ""
+	if c.Again > 0 {
+		again = fmt.Sprintf(", %d crashed again at the recovering manager's write %d", report.Twice, c.Again)
+	}
+	t.Logf("controllertest: %d crash points (%s), %d explored, %d not reached%s, %d failed, in %s",
+		report.Writes, strings.TrimSuffix(c.Mode.point(0), " 0"), report.Explored, report.NotReached, again, report.Failed,
 		report.Took.Round(100*time.Millisecond))
 	return report
 }
@@ -244,9 +258,10 @@ func (c Crashes) fail(t *testing.T, f CrashFailure) {
 type crashRun struct {
 	// writes is the manager's writes from the end of Setup, the last one included.
 	writes int
-	// reached says the crash point was reached; request is its write.
-	reached bool
-	request string
+	// reached says the crash point was reached; request is its write. twice says the
+	// recovering manager died too (Crashes.Again).
+	reached, twice bool
+	request        string
 	// stats sums up the history of the namespace's objects.
 	stats map[string]objectStats
 	// problems are the broken invariants that need no clean run to compare with, sorted.
@@ -296,7 +311,7 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	sw := &crashSwitch{mode: c.Mode}
 	var sups []*supervisor
 	for _, shard := range shards {
-		sup, err := h.supervise(t, shard, sw.target())
+		sup, err := h.supervise(t, shard, sw.target(), c.Again)
 		if err != nil {
 			t.Fatalf("controllertest: %v", err)
 		}
@@ -324,6 +339,10 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	for _, sup := range sups {
 		problems = append(problems, sup.stop()...)
 		panics += sup.panics()
+		if again := sup.recovery(); again != "" {
+			run.request += ", " + again
+			run.twice = true
+		}
 	}
 	if settled == "" {
 		quiet := c.Quiet
@@ -513,24 +532,27 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // supervisor runs the managers of one shard in one run: the first, through a crashTarget, and,
-// once the crash point killed it, a fresh one.
+// once the crash point killed it, a fresh one; with a recovery crash (Crashes.Again), that one
+// through a crashTarget of its own, and once it died too, a third.
 type supervisor struct {
-	first  *managerRun
-	killed <-chan struct{} // the crash switch's
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+	// again is the recovering manager's crash switch, nil without a recovery crash.
+	again *crashSwitch
 
 	mu       sync.Mutex
-	all      []*managerRun // the first, then the fresh one
-	crashed  bool
+	all      []*managerRun        // the first, then the fresh ones
+	dead     map[*managerRun]bool // killed at a crash point: their errors are a dead process's
 	startErr error
 }
 
 // supervise starts the harness's first manager of shard through sw and a goroutine that, when sw
-// kills it, waits until it has stopped and starts a fresh one of the shard. stop ends both; the
-// test's end calls it in any case. It returns an error when the first manager does not start.
-func (h *Harness) supervise(t testing.TB, shard string, sw *crashTarget) (*supervisor, error) {
+// kills it, waits until it has stopped and starts a fresh one of the shard; when again > 0, that
+// one dies at its again-th write (counted from its start, in sw's mode) and a third takes over.
+// stop ends them all; the test's end calls it in any case. It returns an error when the first
+// manager does not start.
+func (h *Harness) supervise(t testing.TB, shard string, sw *crashTarget, again int) (*supervisor, error) {
 	first, err := h.startManager(t.Context(), shard, sw.wrap)
 	if err != nil {
 		return nil, err
@@ -539,65 +561,91 @@ func (h *Harness) supervise(t testing.TB, shard string, sw *crashTarget) (*super
 	sw.kill = first.cancel
 	sw.sw.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{first: first, killed: sw.killed, cancel: cancel, done: make(chan struct{}), all: []*managerRun{first}}
+	s := &supervisor{cancel: cancel, done: make(chan struct{}), all: []*managerRun{first},
+		dead: map[*managerRun]bool{}}
+	if again > 0 {
+		s.again = &crashSwitch{mode: sw.sw.mode}
+		s.again.arm(again)
+	}
 	go func() {
 		defer close(s.done)
-		select {
-		case <-ctx.Done():
-			return
-		case <-sw.killed:
-		}
-		_ = first.stop() // a dead process's error
-		s.mu.Lock()
-		s.crashed = true
-		s.mu.Unlock()
-		if ctx.Err() != nil {
-			return // stopped meanwhile: a manager set up and never started would leak goroutines
-		}
-		startCtx, cancelStart := context.WithTimeout(ctx, Timeout)
-		defer cancelStart()
-		next, err := h.startManager(startCtx, shard)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.startErr = errors.Wrap(err, "the fresh manager after the crash")
+		cur, target := first, sw
+		for restart := 0; ; restart++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-target.killed:
 			}
-			return
+			_ = cur.stop() // a dead process's error
+			s.mu.Lock()
+			s.dead[cur] = true
+			s.mu.Unlock()
+			if ctx.Err() != nil {
+				return // stopped meanwhile: a manager set up and never started would leak goroutines
+			}
+			var wraps []func(http.RoundTripper) http.RoundTripper
+			target = nil
+			if restart == 0 && s.again != nil {
+				target = s.again.target()
+				wraps = append(wraps, target.wrap)
+			}
+			// Not canceled by stop: a manager stopped before its cache synced leaks a goroutine
+			// per event handler (controller-runtime), so a start finishes first.
+			startCtx, cancelStart := context.WithTimeout(context.Background(), Timeout)
+			next, err := h.startManager(startCtx, shard, wraps...)
+			cancelStart()
+			s.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.startErr = errors.Wrap(err, "the fresh manager after the crash")
+				}
+				s.mu.Unlock()
+				return
+			}
+			s.all = append(s.all, next)
+			s.mu.Unlock()
+			if target == nil {
+				return
+			}
+			s.again.mu.Lock()
+			target.kill = next.cancel
+			s.again.mu.Unlock()
+			cur = next
 		}
-		s.all = append(s.all, next)
 	}()
 	t.Cleanup(func() { s.stop() })
 	return s, nil
 }
 
-// stop stops restarting and the running manager, and returns the problems: a manager that did not
-// start after the crash, or the error of a manager that was not killed. After a crash it first
-// lets the fresh manager finish its start (within Timeout): controller-runtime leaks a goroutine
-// per event handler of a manager stopped before its cache synced.
+// stop stops restarting and the running managers, and returns the problems: a manager that did
+// not start after a crash, or the error of a manager that was not killed. A fresh manager that
+// is starting finishes its start first (within Timeout).
 func (s *supervisor) stop() []string {
 	var problems []string
 	s.once.Do(func() {
-		select {
-		case <-s.killed:
-		default:
-			s.cancel()
-		}
-		<-s.done
 		s.cancel()
+		<-s.done
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.startErr != nil {
 			problems = append(problems, s.startErr.Error())
 		}
 		for _, m := range s.all {
-			err := m.stop()
-			if err != nil && !(m == s.first && s.crashed) {
+			if err := m.stop(); err != nil && !s.dead[m] {
 				problems = append(problems, "manager: "+err.Error())
 			}
 		}
 	})
 	return problems
+}
+
+// recovery returns the recovering manager's crash point as "then after write 3 of the fresh
+// manager: PATCH ...", "" when it was not reached or there is none.
+func (s *supervisor) recovery() string {
+	if s.again == nil || !s.again.reached() {
+		return ""
+	}
+	return fmt.Sprintf("then %s of the fresh manager: %s", s.again.mode.point(s.again.point), s.again.request())
 }
 
 // panics returns the graph nodes that panicked in the supervisor's managers.
