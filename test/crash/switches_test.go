@@ -20,8 +20,9 @@ import (
 )
 
 // The scenarios of this file explore every fifth crash point (every tenth under -race:
-// raceFactor) to keep make test within CI's budget; KDAG_CRASH_STRIDE=1 explores every one, and
-// docs/reliability.md has the figures of such runs.
+// raceFactor), the shard move every eighth (its runs take twice as long), to keep make test
+// within CI's budget; KDAG_CRASH_STRIDE=1 explores every one, and docs/reliability.md has the
+// figures of such runs.
 
 // setDeletionPolicy sets the storage deletionPolicy of the Gitea demo's repositories and managed
 // database to p, waits until it is Ready for that change, and checks that both claims and both
@@ -155,7 +156,7 @@ const fromShard, toShard = "a", "b"
 // shard; the crash points are the writes of both, and the one that makes the crash point's
 // write dies.
 func TestGitea_ShardMove(t *testing.T) {
-	c := crashes(t, 5,
+	c := crashes(t, 8,
 		func(t *testing.T, h *controllertest.Harness) {
 			g := sample(t)
 			g.Labels = map[string]string{kdagv1alpha1.LabelShard: fromShard}
