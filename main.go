@@ -6,6 +6,7 @@
 //	kdag plan -f gitea.yaml [-o text|mermaid|dot|yaml]   render the graphs without a cluster
 //	kdag plan --live gitea/demo [-n NS] [-o text|yaml|json]   what applying would change on the cluster
 //	kdag plan --live -f gitea.yaml                       the same for a spec not applied yet
+//	kdag plan --live --all [-n NS | -A] [-l SEL] [--details]   the same for every owner, summarised
 package main
 
 import (

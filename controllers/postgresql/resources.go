@@ -8,6 +8,7 @@ import (
 	"github.com/pkg/errors"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,13 +25,14 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 
 // ResourceManager reconciles PostgreSQL objects.
 type ResourceManager struct{}
 
 // OwnedTypes implements controller.OwnedTypes.
 func (ResourceManager) OwnedTypes() []client.Object {
-	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{}, &appsv1.StatefulSet{}}
+	return []client.Object{&corev1.Secret{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{}, &appsv1.StatefulSet{}, &batchv1.Job{}}
 }
 
 // Validate implements controller.Validator: the name must leave room for the revision label of
@@ -55,10 +57,14 @@ func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL)
 // grows (the StorageClass must allow volume expansion, else the PostgreSQL is Stalled with reason
 // VolumeExpansionForbidden), then re-creates the StatefulSet with the new template, deleting it
 // with propagation Orphan: its pod, the running server, stays and the new StatefulSet adopts it.
+//
+// With deletionPolicy Delete, the database is dumped into a kept claim before it is deleted
+// (addDump).
 func (ResourceManager) AddResources(_ context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
 	secret := b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
 	b.Add(headlessService(pg))
 	claim := b.Add(dataClaim(pg), append(claimPolicy(pg), controller.After(secret))...)
-	b.Add(statefulSet(pg), controller.After(claim), controller.Recreate(metav1.DeletePropagationOrphan))
+	server := b.Add(statefulSet(pg), controller.After(claim), controller.Recreate(metav1.DeletePropagationOrphan))
+	addDump(pg, b, server)
 	return nil
 }

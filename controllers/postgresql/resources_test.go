@@ -77,6 +77,7 @@ func TestAddResources_Golden(t *testing.T) {
 	}{
 		{"defaults", defaulted()},
 		{"tuned", defaulted(tuned)},
+		{"delete", defaulted(func(pg *giteav1alpha1.PostgreSQL) { pg.Spec.Storage.DeletionPolicy = giteav1alpha1.StorageDelete })},
 	} {
 		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.pg), tc.name) })
 	}

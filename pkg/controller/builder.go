@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
 
@@ -47,7 +48,7 @@ func (n Node) ID() NodeID { return n.id }
 
 // NodeOption configures a node in Builder.Add or Builder.Reference: DependsOn, After,
 // CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen,
-// NoInferredDependencies, OnDrift, IgnoreFields.
+// NoInferredDependencies, OnDrift, IgnoreFields, BeforeDelete.
 type NodeOption interface {
 	applyToNode(*nodeSpec)
 }
@@ -212,6 +213,8 @@ type nodeSpec struct {
 	// ignorePaths: IgnoreFields as given; ignore: parsed by the Builder.
 	ignorePaths []string
 	ignore      []apply.FieldPath
+	// beforeDelete: the timeout of BeforeDelete, nil without it (hook.go).
+	beforeDelete *time.Duration
 }
 
 // Builder records the nodes of one owner's graph during AddResources. It is not safe for
@@ -303,6 +306,9 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 		if blocker.index < 0 || blocker.index >= len(b.nodes) || b.nodes[blocker.index].id != blocker.id {
 			return b.fail(errors.Errorf("%s %s: blocker %q is unknown (its Add failed, or it comes from another Builder)", verb, s.id, blocker.id))
 		}
+		if err := checkHookBlocker(verb, s, b.nodes[blocker.index]); err != nil {
+			return b.fail(err)
+		}
 	}
 	b.index[s.id] = len(b.nodes)
 	b.nodes = append(b.nodes, s)
@@ -354,10 +360,10 @@ func checkOptions(verb string, s *nodeSpec) error {
 		if s.protects != nil && (isNilPointer(s.protects) || s.protects.GetName() == "") {
 			return errors.Errorf("%s %s: ProtectsData needs an object with a name", verb, s.id)
 		}
-		return nil
+		return checkBeforeDelete(verb, s)
 	}
 	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer ||
-		s.drift != "" || len(s.ignorePaths) > 0 || s.recreate != nil {
+		s.drift != "" || len(s.ignorePaths) > 0 || s.recreate != nil || s.beforeDelete != nil {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
 	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {

@@ -27,6 +27,11 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	if s.reference {
 		return c.refs.check(ctx, s, res)
 	}
+	if s.beforeDelete != nil {
+		// A hook: its Job is created by the owner's teardown only (runBeforeDelete).
+		res.action = apply.Skipped
+		return nil
+	}
 	if c.namespaceTerminating(s.id.Namespace) {
 		return errNamespaceTerminating(s.id)
 	}
@@ -149,10 +154,11 @@ func ownedByReference(owner client.Object, s *nodeSpec) bool {
 }
 
 // needsFinalizer reports whether a graph holds an object that only kdag can delete or orphan
-// when the owner is deleted (one not owned by reference).
+// when the owner is deleted (one not owned by reference), or a BeforeDelete hook, which kdag
+// runs when the owner is deleted.
 func needsFinalizer(owner client.Object, specs []*nodeSpec) bool {
 	for _, s := range specs {
-		if !s.reference && !ownedByReference(owner, s) {
+		if s.beforeDelete != nil || (!s.reference && !ownedByReference(owner, s)) {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,6 +44,9 @@ type PlannedNode struct {
 	Recreate metav1.DeletionPropagation
 	// Finished is a node whose work is done (Finished): never created again.
 	Finished bool
+	// BeforeDelete is the timeout of a BeforeDelete hook, 0 for any other node: a Job created
+	// only by the owner's teardown, never by a reconcile.
+	BeforeDelete time.Duration
 	// OrderOnly are the blockers given with After: order only, their content not hashed.
 	OrderOnly []NodeID
 	// Inferred are the blockers the Builder inferred from the object's references to other
@@ -101,6 +105,9 @@ func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtim
 			}
 		}
 		n.Finished = s.finished
+		if s.beforeDelete != nil {
+			n.BeforeDelete = *s.beforeDelete
+		}
 		if s.protects != nil {
 			n.Protects = NodeID{Namespace: s.protects.GetNamespace(), Name: s.protects.GetName()}
 			if gvk, err := apiutil.GVKForObject(s.protects, scheme); err == nil {
@@ -218,6 +225,9 @@ func (n PlannedNode) describe() string {
 	}
 	if n.Finished {
 		parts = append(parts, "finished")
+	}
+	if n.BeforeDelete > 0 {
+		parts = append(parts, "runs before the owner is deleted (timeout "+n.BeforeDelete.String()+")")
 	}
 	if n.Recreate != "" {
 		parts = append(parts, "recreate on immutable change ("+string(n.Recreate)+")")

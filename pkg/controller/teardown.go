@@ -22,7 +22,8 @@ import (
 const teardownRecheck = 5 * time.Second
 
 // finalize tears down a deleted owner that holds kdag's finalizer, then removes the finalizer.
-// With ordered teardown (OrderedTeardown or a Cleaner) it deletes the owner's objects in reverse
+// First it runs the graph's BeforeDelete hooks (runBeforeDelete): nothing is deleted until they
+// completed or were skipped. With ordered teardown (OrderedTeardown or a Cleaner) it deletes the owner's objects in reverse
 // dependency order (an object only once every object that depends on it is gone), then runs the
 // Cleaner. Otherwise (the finalizer is held because the graph has objects owner references
 // cannot cover) it deletes only the objects without an owner reference to the owner and leaves
@@ -31,6 +32,9 @@ const teardownRecheck = 5 * time.Second
 func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
+	}
+	if res, done, err := c.runBeforeDelete(ctx, owner); !done {
+		return res, err
 	}
 	var remaining int
 	var err error

@@ -27,5 +27,13 @@
 // (controller.Plan.Render), dry-runs kdag's server-side apply (client.DryRunAll) and classifies
 // it: Create, Update (with a diff), Unchanged, Recreate, Refused, and, for objects the graph no
 // longer holds, Prune or Keep. Nothing is written. WriteChanges prints the changes as text, yaml
-// or json; ExitCode gives kubectl diff's exit status.
+// or json; ExitCode gives kubectl diff's exit status. An owner of a file is first dry-run itself
+// (DryRunOwner): a spec the API server refuses is reported as the owner's (OwnerRefusedError,
+// OwnerChanges.Error), and nothing under it is planned.
+//
+// `plan --live --all [-n NAMESPACE | -A] [-l SELECTOR] [--details]` is the fleet plan: the live
+// plan of every owner of the components' kinds (ListOwners, Fleet, bounded), summarised by owner
+// (Summarize, WriteFleet: owners per action, the fields that change most, every Recreate, Refused
+// object and error), for a platform team about to roll out a new operator version. FleetStatus
+// gives its exit status, kubectl diff's.
 package plan

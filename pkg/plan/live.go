@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/pkg/errors"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/yaml"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
@@ -61,21 +61,25 @@ func (a Action) changing() bool { return a != Unchanged }
 
 // Change is what applying an owner would do to one object.
 type Change struct {
-	Action    Action `json:"action"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
+	Action    Action `json:"action" yaml:"action"`
+	Kind      string `json:"kind" yaml:"kind"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name      string `json:"name" yaml:"name"`
 	// Reason says why: an adoption, the immutable field of a Recreate, the AdoptionError of a
 	// Refused, the keep policy of a Keep, a reference the reconcile would wait for.
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+	// Fields are, for an Update, the paths of the fields the write changes ("spec.replicas",
+	// "data.token": a Secret's key, never its value), sorted; for a Recreate, the immutable
+	// fields it changes.
+	Fields []string `json:"fields,omitempty" yaml:"fields,omitempty"`
 	// Diff is, for an Update, the unified diff of the object as YAML, live then as the dry run
 	// returned it, without managedFields, resourceVersion, generation, uid, creationTimestamp and
 	// status, every Secret value replaced by a placeholder.
-	Diff string `json:"diff,omitempty"`
+	Diff string `json:"diff,omitempty" yaml:"diff,omitempty"`
 	// Error is the API server's refusal of the dry run for another reason than an immutable
 	// field (its validation, or a claim whose StorageClass does not allow it to grow): the
 	// reconcile would fail on this object.
-	Error string `json:"error,omitempty"`
+	Error string `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 // title is "Kind namespace/name" (or "Kind name" for a cluster-scoped object).
@@ -87,15 +91,22 @@ func (c Change) title() string {
 }
 
 // OwnerChanges are the changes of one owner's objects.
+//
+// In YAML and JSON the owner comes first, then its changes: each owner's objects are under its
+// name.
 type OwnerChanges struct {
 	// Owner is "Kind namespace/name".
-	Owner string `json:"owner"`
+	Owner string `json:"owner" yaml:"owner"`
 	// Exists says whether the owner is on the cluster. When it is not, its objects are planned
 	// as children of a new owner: every absent one is created and nothing is pruned.
-	Exists bool `json:"exists"`
+	Exists bool `json:"exists" yaml:"exists"`
+	// Error is the API server's refusal of the owner's own spec (DryRunOwner: the update or
+	// create that applying the file makes, as a server-side dry run), its message as the server
+	// gave it. Its objects and child owners are then not planned: Changes is empty.
+	Error string `json:"error,omitempty" yaml:"error,omitempty"`
 	// Changes are the graph's nodes in plan order (Builder.Reference nodes, never written, left
 	// out), then the objects a reconcile would prune or orphan, sorted.
-	Changes []Change `json:"changes"`
+	Changes []Change `json:"changes" yaml:"changes"`
 }
 
 // placeholderUID is the UID typed gives an owner the cluster does not hold.
@@ -319,6 +330,12 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		ch.Reason = "the reconcile waits: " + n.Waiting
 	}
 	policy := apply.Policy{CreateOnly: n.CreateOnly, Adopt: n.Adopt}
+	if n.BeforeDelete > 0 {
+		// A hook: only the owner's teardown creates it, and nothing ever updates it.
+		ch.Action = Unchanged
+		ch.Reason = join(ch.Reason, "BeforeDelete hook: runs only when the owner is deleted")
+		return ch, nil
+	}
 	if live == nil {
 		if n.Finished {
 			ch.Action = Unchanged
@@ -373,7 +390,9 @@ func (r *liveRun) diff(ch *Change, desired, live *unstructured.Unstructured, rec
 	ch.Action, ch.Diff = Update, d
 	if d == "" {
 		ch.Action = Unchanged
+		return nil
 	}
+	ch.Fields = changedFields(comparable(live), comparable(after))
 	return nil
 }
 
@@ -392,7 +411,7 @@ func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, desire
 		return nil
 	}
 	if fields := apply.ChangedImmutableFields(err, desired, live); len(fields) > 0 {
-		ch.Action = Recreate
+		ch.Action, ch.Fields = Recreate, fields
 		what := strings.Join(fields, ", ") + " is immutable: "
 		if len(fields) > 1 {
 			what = strings.Join(fields, ", ") + " are immutable: "
@@ -496,10 +515,12 @@ var liveFormats = []Format{Text, YAML, JSON}
 // WriteChanges writes changes to w in format:
 //
 //   - Text: per owner a line "Kind namespace/name" (with "(not on the cluster)" for a new one),
-//     then per object "  Action  Kind namespace/name", its reason and error indented below it, and
+//     then, for an owner the API server refuses, "  Refused    Kind namespace/name" with the
+//     server's error below it; else per object "  Action  Kind namespace/name", its reason and error indented below it, and
 //     an Update's diff indented by six spaces; then a blank line;
-//   - YAML and JSON: the list of OwnerChanges (fields action, kind, namespace, name, reason, diff,
-//     error).
+//   - YAML and JSON: the list of OwnerChanges (owner, exists, error, then changes with the fields
+//     action, kind, namespace, name, reason, fields, diff, error), in that order: each owner's
+//     changes under its name.
 //
 // Secret values never appear: the diffs hold placeholders (yamlDiff). It returns an error for
 // another format and w's errors.
@@ -520,11 +541,9 @@ func WriteChanges(w io.Writer, changes []OwnerChanges, format Format) error {
 		b.Write(raw)
 		b.WriteString("\n")
 	case YAML:
-		raw, err := yaml.Marshal(changes)
-		if err != nil {
-			return errors.WithStack(err)
+		if err := writeYAML(&b, changes); err != nil {
+			return err
 		}
-		b.Write(raw)
 	default:
 		for _, oc := range changes {
 			b.WriteString(oc.Owner)
@@ -532,6 +551,10 @@ func WriteChanges(w io.Writer, changes []OwnerChanges, format Format) error {
 				b.WriteString("  (not on the cluster)")
 			}
 			b.WriteString("\n")
+			if oc.Error != "" {
+				fmt.Fprintf(&b, "  %-9s  %s\n      error: %s\n      %s\n", Refused, oc.Owner, oc.Error,
+					"the API server refuses the owner's spec: its objects are not planned; fix the spec and plan again")
+			}
 			for _, c := range oc.Changes {
 				fmt.Fprintf(&b, "  %-9s  %s\n", c.Action, c.title())
 				if c.Reason != "" {
@@ -553,6 +576,17 @@ func WriteChanges(w io.Writer, changes []OwnerChanges, format Format) error {
 	return errors.WithStack(err)
 }
 
+// writeYAML writes changes as YAML with the fields in the order of their Go types (owner first,
+// then its changes), two spaces of indent, multi-line diffs as literal blocks.
+func writeYAML(w io.Writer, v any) error {
+	enc := yamlv3.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return errors.WithStack(err)
+	}
+	return errors.WithStack(enc.Close())
+}
+
 // ErrChanges is what Run returns for a live plan that found changes and no error: the command
 // exits with 1, as kubectl diff does (ExitCode).
 var ErrChanges = errors.New("applying would change the cluster")
@@ -570,13 +604,16 @@ func ExitCode(err error) int {
 	}
 }
 
-// Status returns what Run returns for changes: an error naming the objects the API server
-// refuses (a Change with Error), else ErrChanges when an object is not Unchanged (Refused
+// Status returns what Run returns for changes: an error naming the owners and objects the API
+// server refuses (an OwnerChanges or a Change with Error), else ErrChanges when an object is not Unchanged (Refused
 // included: the cluster differs from the plan), else nil.
 func Status(changes []OwnerChanges) error {
 	var refused []string
 	changed := false
 	for _, oc := range changes {
+		if oc.Error != "" {
+			refused = append(refused, oc.Owner)
+		}
 		for _, c := range oc.Changes {
 			if c.Error != "" {
 				refused = append(refused, c.title())

@@ -351,7 +351,7 @@ func TestRun_LiveFlagErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"nothing to plan", []string{"--live"}, "--live needs TYPE/NAME or -f FILE"},
+		{"nothing to plan", []string{"--live"}, "--live needs TYPE/NAME, -f FILE or --all"},
 		{"both", []string{"--live", "widget/shop", "-f", "testdata/widgets.yaml"}, "not both"},
 		{"TYPE/NAME without --live", []string{"widget/shop"}, "needs --live"},
 		{"no kubeconfig", []string{"--live", "widget/shop", "--kubeconfig", "/nonexistent"}, "load kubeconfig"},
@@ -381,7 +381,7 @@ func TestWriteChanges(t *testing.T) {
 	}{
 		{plan.Text, "Widget ns/shop\n  Update     ConfigMap ns/a\n      --- live\n      +++ planned\n      @@ -1 +1 @@\n      -x\n      +y\n" +
 			"  Recreate   Job ns/b\n      spec.template is immutable\n  Create     Namespace c\n      error: invalid\n\n"},
-		{plan.YAML, "- changes:\n  - action: Update\n"},
+		{plan.YAML, "- owner: Widget ns/shop\n  exists: true\n  changes:\n    - action: Update\n"},
 		{plan.JSON, "[\n  {\n    \"owner\": \"Widget ns/shop\",\n    \"exists\": true,\n"},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {

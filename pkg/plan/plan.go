@@ -55,7 +55,8 @@ type Options struct {
 	// RESTConfig reaches the cluster of a live plan (Run with --live). Default nil: the
 	// kubeconfig of --kubeconfig and --context, as kubectl loads it.
 	RESTConfig *rest.Config
-	// Parallel bounds the reads and dry runs of a live plan in flight at once. Default 0: 8.
+	// Parallel bounds the reads and dry runs of a live plan in flight at once; in a fleet plan
+	// (--all), the owners planned at once, each one's requests one after the other. Default 0: 8.
 	Parallel int
 }
 
