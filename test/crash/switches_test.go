@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +38,10 @@ func setDeletionPolicy(t *testing.T, h *controllertest.Harness, p giteav1alpha1.
 		}
 		g.Spec.Database.Managed.Storage.DeletionPolicy = p
 	})
+	if p == giteav1alpha1.StorageDelete {
+		// With Delete, the database gets a kept claim for the dump its teardown makes.
+		h.MarkReady(controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DumpClaimName(pgName)))
+	}
 	h.WaitReady(g)
 	for _, obj := range dataObjects() {
 		if !h.Get(obj) {
@@ -84,8 +89,9 @@ func TestGitea_DeletionPolicySwitches(t *testing.T) {
 }
 
 // TestGitea_DeletedWithDeletePolicy (issue 30, part 2): the deployed sample's storage
-// deletionPolicy switched to Delete, then the Gitea deleted: its claims and generated Secrets go
-// with it (the garbage collector's part done by the test). The operator killed at each of its
+// deletionPolicy switched to Delete, then the Gitea deleted: the database's teardown dumps it
+// into its kept dump claim, then its claims and generated Secrets go with it (the garbage
+// collector's part done by the test). The operator killed at each of its
 // writes in turn.
 func TestGitea_DeletedWithDeletePolicy(t *testing.T) {
 	controllertest.ExploreCrashes(t, api, crashes(t, 5,
@@ -94,7 +100,16 @@ func TestGitea_DeletedWithDeletePolicy(t *testing.T) {
 			setDeletionPolicy(t, h, giteav1alpha1.StorageDelete)
 			h.Delete(controllertest.Named[giteav1alpha1.Gitea]("demo"))
 			h.WaitGone(controllertest.Named[giteav1alpha1.Gitea]("demo"))
+			// The garbage collector's first step, by hand: the database goes, and its teardown
+			// dumps it first (a BeforeDelete Job, marked complete here) before its data goes.
+			pg := controllertest.Named[giteav1alpha1.PostgreSQL](pgName)
+			h.Delete(pg)
+			h.MarkReady(controllertest.Named[batchv1.Job](postgresql.DumpJobName(pgName)))
+			h.WaitGone(pg)
 			h.CollectGarbage()
+			if claim := controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DumpClaimName(pgName)); !h.Get(claim) || claim.DeletionTimestamp != nil {
+				t.Errorf("the dump's claim %s: gone after the database's deletion, want it kept", claim.Name)
+			}
 			// A claim deleted stays while kubernetes.io/pvc-protection holds it: no controller
 			// releases it on envtest.
 			for _, obj := range dataObjects() {
