@@ -162,7 +162,7 @@ test-envtest-oldest: tools-cluster tools-apiserver-oldest ## Run the envtest sui
 	KUBEBUILDER_ASSETS=$(CLUSTER_OLDEST_BIN) go test $(GO_TEST_FLAGS) $(ENVTEST_PKGS)
 
 .PHONY: test-crash
-test-crash: tools-cluster ## Kill the reference operator at each of its writes in turn (test/crash: first deploy, upgrade, deletion with retained data; KDAG_CRASH_STRIDE=1 for every crash point), with -race.
+test-crash: tools-cluster ## Kill the reference operator at each of its writes in turn (test/crash: first deploy, upgrade, deletion with retained data, storage growth, deletionPolicy switches, cache off and on, a shard move; KDAG_CRASH_STRIDE=1 for every crash point), with -race.
 	@$(call say,go test $(GO_TEST_FLAGS) ./test/crash/...)
 	go test $(GO_TEST_FLAGS) ./test/crash/...
 

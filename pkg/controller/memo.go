@@ -46,16 +46,27 @@ type rendered struct {
 }
 
 // renders remembers rendered nodes per owner UID (a *sync.Map of NodeID → *rendered: the nodes
-// of one owner render concurrently).
-type renders struct{ owners sync.Map }
+// of one owner render concurrently), and the Finished nodes whose object the API server was
+// found not to hold (finishedGone).
+type renders struct{ owners, gone sync.Map }
 
 func (r *renders) of(owner types.UID) *sync.Map {
 	m, _ := r.owners.LoadOrStore(owner, &sync.Map{})
 	return m.(*sync.Map)
 }
 
+// finishedGone returns the owner's Finished nodes whose object is known to be gone (a *sync.Map
+// of NodeID → struct{}).
+func (r *renders) finishedGone(owner types.UID) *sync.Map {
+	m, _ := r.gone.LoadOrStore(owner, &sync.Map{})
+	return m.(*sync.Map)
+}
+
 // forgetOwner drops what is remembered of owner's nodes.
-func (r *renders) forgetOwner(owner types.UID) { r.owners.Delete(owner) }
+func (r *renders) forgetOwner(owner types.UID) {
+	r.owners.Delete(owner)
+	r.gone.Delete(owner)
+}
 
 // render returns what s renders to for owner, and the desired object when it had to build it
 // (nil when the memory answered). release renders it without owner reference (its live object

@@ -43,6 +43,10 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 	// node's CPU): live is only read from here on; whatever writes makes its own object.
 	switch err := c.client.Get(ctx, client.ObjectKey{Namespace: s.id.Namespace, Name: s.id.Name}, live,
 		&client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); {
+	case apierrors.IsNotFound(err) && s.finished:
+		if live, err = c.finishedObject(ctx, owner, s); err != nil {
+			return err
+		}
 	case apierrors.IsNotFound(err):
 		live = nil
 	case err != nil:
@@ -104,6 +108,35 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 		tracing.EndSpan(span, err)
 	}
 	return err
+}
+
+// finishedObject returns the object of a Finished node that the cache does not hold, read from
+// the API server, when it exists and is the owner's; nil when it does not. A Finished node is
+// never created, so this read is what finds an object of the owner's that is out of the cache:
+// its owner just moved to this manager's shard and the object still carries the old shard's
+// label. Applied as a live object, it gets the new label and enters the cache; left alone, it
+// would stay out of this shard's sight, never pruned nor torn down. The read is made once per
+// owner and node while the object is gone (remembered until the owner leaves the cache): an
+// unchanged owner's reconcile reads nothing uncached.
+func (c *Controller) finishedObject(ctx context.Context, owner client.Object, s *nodeSpec) (client.Object, error) {
+	gone := c.renders.finishedGone(owner.GetUID())
+	if _, ok := gone.Load(s.id); ok {
+		return nil, nil
+	}
+	obj, err := c.newObject(s)
+	if err != nil {
+		return nil, err
+	}
+	switch err := c.reader.Get(ctx, client.ObjectKey{Namespace: s.id.Namespace, Name: s.id.Name}, obj); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, errors.Wrapf(err, "%s: read the finished node's object, which the cache does not hold", s.id)
+	case c.engine.Owns(c.applyOwner(owner), obj):
+		return obj, nil
+	}
+	// Gone, or another's object of the name (never the owner's: a Finished node is not created).
+	gone.Store(s.id, struct{}{})
+	return nil, nil
 }
 
 // applyOwner is owner as the apply engine knows it.

@@ -67,6 +67,22 @@ type Crashes struct {
 	// process would: a ResourceManager's memory (a cache, generated values) starts empty in the
 	// fresh manager. Components may then be nil.
 	NewComponents func() []controller.Component
+	// Shards, when set, are the shards of the managers of every run ("" the unsharded one): one
+	// manager each, running ShardComponents(shard), for a scenario that moves owners between
+	// shards (a kdag.dev/shard label changed, a kdag.dev/shard-next hand-over). The crash points
+	// are the writes of all of them together: the manager that makes the crash point's write
+	// dies, a fresh manager of its shard takes over, and the others go on. The settle pass runs a
+	// fresh manager per shard.
+	Shards []string
+	// ShardComponents makes the components of a manager of shard, each given
+	// controller.WithShard(shard): required with Shards, in place of Components and
+	// NewComponents.
+	ShardComponents func(shard string) []controller.Component
+	// Again, when > 0, crashes the recovery too: the fresh manager that takes over after the
+	// crash point dies at its Again-th write (counted from its start, in Mode), and another fresh
+	// manager finishes the scenario. The failure's Request then names both writes. A run whose
+	// fresh manager makes fewer writes has one crash.
+	Again int
 	// Setup, when set, runs first, with no crash point armed: it brings the namespace where the
 	// scenario starts (an owner deployed and Ready, for a scenario that upgrades it). The
 	// manager's writes during Setup are not crash points.
@@ -129,6 +145,8 @@ type CrashReport struct {
 	// NotReached counts the crash runs whose manager made fewer writes than their crash point
 	// (a run's writes vary with timing): they ran as clean runs.
 	NotReached int
+	// Twice counts the crash runs whose recovering manager died too (Crashes.Again).
+	Twice int
 	// Failed counts the crash runs with a broken invariant or a failed assertion.
 	Failed int
 	// Took is the time of the whole exploration, the clean run included.
@@ -163,6 +181,9 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 	if c.Scenario == nil {
 		t.Fatal("controllertest: ExploreCrashes needs a Scenario")
 	}
+	if (len(c.Shards) > 0) != (c.ShardComponents != nil) {
+		t.Fatal("controllertest: ExploreCrashes needs both Shards and ShardComponents, or neither")
+	}
 	x := explorer{api: api, c: c}
 	var base *crashRun
 	if !t.Run("clean run", func(t *testing.T) {
@@ -188,13 +209,20 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 		if run != nil && !run.reached {
 			report.NotReached++
 		}
+		if run != nil && run.twice {
+			report.Twice++
+		}
 		if !ok || len(problems) > 0 {
 			report.Failed++
 		}
 	}
 	report.Took = time.Since(start)
-	t.Logf("controllertest: %d crash points (%s), %d explored, %d not reached, %d failed, in %s",
-		report.Writes, strings.TrimSuffix(c.Mode.point(0), " 0"), report.Explored, report.NotReached, report.Failed,
+	again := ""
+	if c.Again > 0 {
+		again = fmt.Sprintf(", %d crashed again at the recovering manager's write %d", report.Twice, c.Again)
+	}
+	t.Logf("controllertest: %d crash points (%s), %d explored, %d not reached%s, %d failed, in %s",
+		report.Writes, strings.TrimSuffix(c.Mode.point(0), " 0"), report.Explored, report.NotReached, again, report.Failed,
 		report.Took.Round(100*time.Millisecond))
 	return report
 }
@@ -230,9 +258,10 @@ func (c Crashes) fail(t *testing.T, f CrashFailure) {
 type crashRun struct {
 	// writes is the manager's writes from the end of Setup, the last one included.
 	writes int
-	// reached says the crash point was reached; request is its write.
-	reached bool
-	request string
+	// reached says the crash point was reached; request is its write. twice says the
+	// recovering manager died too (Crashes.Again).
+	reached, twice bool
+	request        string
 	// stats sums up the history of the namespace's objects.
 	stats map[string]objectStats
 	// problems are the broken invariants that need no clean run to compare with, sorted.
@@ -249,12 +278,24 @@ type explorer struct {
 // and checks the invariants that need no clean run.
 func (x explorer) run(t *testing.T, n int) *crashRun {
 	c := x.c
-	components := c.Components
-	if c.NewComponents != nil {
+	components, shards := c.Components, c.Shards
+	switch {
+	case c.ShardComponents != nil:
+		components = c.ShardComponents(shards[0])
+	case c.NewComponents != nil:
 		components = c.NewComponents()
 	}
 	h := newHarness(t, x.api, components)
-	h.fresh = c.NewComponents
+	switch {
+	case c.ShardComponents != nil:
+		h.fresh = c.ShardComponents
+	case c.NewComponents != nil:
+		h.fresh = func(string) []controller.Component { return c.NewComponents() }
+	}
+	if len(shards) == 0 {
+		shards = []string{""} // the components' own shard: fresh is not asked for one
+	}
+	h.shards = shards
 	hist, err := h.record()
 	if err != nil {
 		t.Fatalf("controllertest: record the history of %s: %v", h.Namespace, err)
@@ -267,10 +308,14 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 		}
 	}
 	t.Cleanup(stopHistory)
-	sw := &crashSwitch{mode: c.Mode, killed: make(chan struct{})}
-	sup, err := h.supervise(t, sw)
-	if err != nil {
-		t.Fatalf("controllertest: %v", err)
+	sw := &crashSwitch{mode: c.Mode}
+	var sups []*supervisor
+	for _, shard := range shards {
+		sup, err := h.supervise(t, shard, sw.target(), c.Again)
+		if err != nil {
+			t.Fatalf("controllertest: %v", err)
+		}
+		sups = append(sups, sup)
 	}
 	t.Cleanup(func() {
 		if t.Failed() && sw.reached() {
@@ -290,8 +335,15 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	}
 	sw.disarm()
 	run := &crashRun{writes: sw.count(), reached: sw.reached(), request: sw.request()}
-	problems = append(problems, sup.stop()...)
-	panics := sup.panics()
+	var panics float64
+	for _, sup := range sups {
+		problems = append(problems, sup.stop()...)
+		panics += sup.panics()
+		if again := sup.recovery(); again != "" {
+			run.request += ", " + again
+			run.twice = true
+		}
+	}
 	if settled == "" {
 		quiet := c.Quiet
 		if quiet <= 0 {
@@ -330,20 +382,31 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	return run
 }
 
-// crashSwitch is the transport of the first manager of a run: it counts the manager's writes
-// once armed and kills the manager at the crash point.
+// crashSwitch counts the writes of the first managers of a run (one per shard) once armed, and
+// kills the manager that makes the crash point's write.
 type crashSwitch struct {
-	mode   CrashMode
-	killed chan struct{} // closed when the manager is killed
+	mode CrashMode
 
 	mu     sync.Mutex
 	armed  bool
 	point  int // 0: count only
 	writes int
-	dead   bool
 	line   string // the write at the crash point
-	kill   func() // cancels the manager
-	once   sync.Once
+}
+
+// crashTarget is the transport of one manager through its run's crashSwitch.
+type crashTarget struct {
+	sw     *crashSwitch
+	killed chan struct{} // closed when the manager is killed
+
+	dead bool   // guarded by sw.mu
+	kill func() // cancels the manager; guarded by sw.mu
+	once sync.Once
+}
+
+// target returns a transport of a manager through s.
+func (s *crashSwitch) target() *crashTarget {
+	return &crashTarget{sw: s, killed: make(chan struct{})}
 }
 
 // arm starts counting writes from 0, with the crash point n (0: none).
@@ -388,11 +451,12 @@ var errCrashed = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("
 // dead none does, and the write at the crash point is sent then the manager killed (after),
 // killed without sending it (before), or answered 409 Conflict (conflict). A request sent before
 // the crash point's write was counted still completes, as on a real connection.
-func (s *crashSwitch) wrap(next http.RoundTripper) http.RoundTripper {
+func (c *crashTarget) wrap(next http.RoundTripper) http.RoundTripper {
+	s := c.sw
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		_, write := writeLine(req.Method, req.URL.Path)
 		s.mu.Lock()
-		if s.dead {
+		if c.dead {
 			s.mu.Unlock()
 			closeBody(req)
 			return nil, errCrashed
@@ -404,7 +468,7 @@ func (s *crashSwitch) wrap(next http.RoundTripper) http.RoundTripper {
 		}
 		if due {
 			s.line = req.Method + " " + req.URL.Path
-			s.dead = s.mode != ConflictAtWrite // nothing after this write is sent
+			c.dead = s.mode != ConflictAtWrite // nothing after this write is sent
 		}
 		s.mu.Unlock()
 		if !due {
@@ -422,21 +486,21 @@ func (s *crashSwitch) wrap(next http.RoundTripper) http.RoundTripper {
 				_ = resp.Body.Close()
 			}
 		}
-		s.die()
+		c.die()
 		return nil, errCrashed
 	})
 }
 
 // die cancels the manager and tells the supervisor, once.
-func (s *crashSwitch) die() {
-	s.once.Do(func() {
-		s.mu.Lock()
-		kill := s.kill
-		s.mu.Unlock()
+func (c *crashTarget) die() {
+	c.once.Do(func() {
+		c.sw.mu.Lock()
+		kill := c.kill
+		c.sw.mu.Unlock()
 		if kill != nil {
 			kill()
 		}
-		close(s.killed)
+		close(c.killed)
 	})
 }
 
@@ -467,92 +531,121 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// supervisor runs the managers of one run: the first, through a crashSwitch, and, once the switch
-// killed it, a fresh one.
+// supervisor runs the managers of one shard in one run: the first, through a crashTarget, and,
+// once the crash point killed it, a fresh one; with a recovery crash (Crashes.Again), that one
+// through a crashTarget of its own, and once it died too, a third.
 type supervisor struct {
-	first  *managerRun
-	killed <-chan struct{} // the crash switch's
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+	// again is the recovering manager's crash switch, nil without a recovery crash.
+	again *crashSwitch
 
 	mu       sync.Mutex
-	all      []*managerRun // the first, then the fresh one
-	crashed  bool
+	all      []*managerRun        // the first, then the fresh ones
+	dead     map[*managerRun]bool // killed at a crash point: their errors are a dead process's
 	startErr error
 }
 
-// supervise starts the harness's first manager through sw and a goroutine that, when sw kills it,
-// waits until it has stopped and starts a fresh one. stop ends both; the test's end calls it in
-// any case. It returns an error when the first manager does not start.
-func (h *Harness) supervise(t testing.TB, sw *crashSwitch) (*supervisor, error) {
-	first, err := h.startManager(t.Context(), sw.wrap)
+// supervise starts the harness's first manager of shard through sw and a goroutine that, when sw
+// kills it, waits until it has stopped and starts a fresh one of the shard; when again > 0, that
+// one dies at its again-th write (counted from its start, in sw's mode) and a third takes over.
+// stop ends them all; the test's end calls it in any case. It returns an error when the first
+// manager does not start.
+func (h *Harness) supervise(t testing.TB, shard string, sw *crashTarget, again int) (*supervisor, error) {
+	first, err := h.startManager(t.Context(), shard, sw.wrap)
 	if err != nil {
 		return nil, err
 	}
-	sw.mu.Lock()
+	sw.sw.mu.Lock()
 	sw.kill = first.cancel
-	sw.mu.Unlock()
+	sw.sw.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{first: first, killed: sw.killed, cancel: cancel, done: make(chan struct{}), all: []*managerRun{first}}
+	s := &supervisor{cancel: cancel, done: make(chan struct{}), all: []*managerRun{first},
+		dead: map[*managerRun]bool{}}
+	if again > 0 {
+		s.again = &crashSwitch{mode: sw.sw.mode}
+		s.again.arm(again)
+	}
 	go func() {
 		defer close(s.done)
-		select {
-		case <-ctx.Done():
-			return
-		case <-sw.killed:
-		}
-		_ = first.stop() // a dead process's error
-		s.mu.Lock()
-		s.crashed = true
-		s.mu.Unlock()
-		if ctx.Err() != nil {
-			return // stopped meanwhile: a manager set up and never started would leak goroutines
-		}
-		startCtx, cancelStart := context.WithTimeout(ctx, Timeout)
-		defer cancelStart()
-		next, err := h.startManager(startCtx)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.startErr = errors.Wrap(err, "the fresh manager after the crash")
+		cur, target := first, sw
+		for restart := 0; ; restart++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-target.killed:
 			}
-			return
+			_ = cur.stop() // a dead process's error
+			s.mu.Lock()
+			s.dead[cur] = true
+			s.mu.Unlock()
+			if ctx.Err() != nil {
+				return // stopped meanwhile: a manager set up and never started would leak goroutines
+			}
+			var wraps []func(http.RoundTripper) http.RoundTripper
+			target = nil
+			if restart == 0 && s.again != nil {
+				target = s.again.target()
+				wraps = append(wraps, target.wrap)
+			}
+			// Not canceled by stop: a manager stopped before its cache synced leaks a goroutine
+			// per event handler (controller-runtime), so a start finishes first.
+			startCtx, cancelStart := context.WithTimeout(context.Background(), Timeout)
+			next, err := h.startManager(startCtx, shard, wraps...)
+			cancelStart()
+			s.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.startErr = errors.Wrap(err, "the fresh manager after the crash")
+				}
+				s.mu.Unlock()
+				return
+			}
+			s.all = append(s.all, next)
+			s.mu.Unlock()
+			if target == nil {
+				return
+			}
+			s.again.mu.Lock()
+			target.kill = next.cancel
+			s.again.mu.Unlock()
+			cur = next
 		}
-		s.all = append(s.all, next)
 	}()
 	t.Cleanup(func() { s.stop() })
 	return s, nil
 }
 
-// stop stops restarting and the running manager, and returns the problems: a manager that did not
-// start after the crash, or the error of a manager that was not killed. After a crash it first
-// lets the fresh manager finish its start (within Timeout): controller-runtime leaks a goroutine
-// per event handler of a manager stopped before its cache synced.
+// stop stops restarting and the running managers, and returns the problems: a manager that did
+// not start after a crash, or the error of a manager that was not killed. A fresh manager that
+// is starting finishes its start first (within Timeout).
 func (s *supervisor) stop() []string {
 	var problems []string
 	s.once.Do(func() {
-		select {
-		case <-s.killed:
-		default:
-			s.cancel()
-		}
-		<-s.done
 		s.cancel()
+		<-s.done
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.startErr != nil {
 			problems = append(problems, s.startErr.Error())
 		}
 		for _, m := range s.all {
-			err := m.stop()
-			if err != nil && !(m == s.first && s.crashed) {
+			if err := m.stop(); err != nil && !s.dead[m] {
 				problems = append(problems, "manager: "+err.Error())
 			}
 		}
 	})
 	return problems
+}
+
+// recovery returns the recovering manager's crash point as "then after write 3 of the fresh
+// manager: PATCH ...", "" when it was not reached or there is none.
+func (s *supervisor) recovery() string {
+	if s.again == nil || !s.again.reached() {
+		return ""
+	}
+	return fmt.Sprintf("then %s of the fresh manager: %s", s.again.mode.point(s.again.point), s.again.request())
 }
 
 // panics returns the graph nodes that panicked in the supervisor's managers.
@@ -641,31 +734,49 @@ func (h *Harness) waitOwnersSettled() string {
 	return ""
 }
 
-// settlePass starts a fresh manager, waits until it has run the graph of every owner of each
-// component (kdag_graph_run_duration_seconds) and then for quiet, stops it, and returns its writes
-// ("VERB resource/name", refused ones too) and its nodes' panics. It returns an error when the
-// manager does not start, does not reconcile every owner within Timeout, or fails.
+// settlePass starts a fresh manager per shard of the harness, waits until they have run the graph
+// of every owner of each component (kdag_graph_run_duration_seconds, summed over the managers)
+// and then for quiet, stops them, and returns their writes ("VERB resource/name", refused ones
+// too) and their nodes' panics. It returns an error when a manager does not start, they do not
+// reconcile every owner within Timeout, or one fails.
 func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string, float64, error) {
 	all, err := h.owners(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
 	h.ResetWrites()
-	m, err := h.startManager(ctx)
-	if err != nil {
-		return nil, 0, err
+	shards := h.shards
+	if len(shards) == 0 {
+		shards = []string{""}
 	}
+	var managers []*managerRun
 	stopped := false
 	defer func() {
 		if !stopped {
-			_ = m.stop()
+			for _, m := range managers {
+				_ = m.stop()
+			}
 		}
 	}()
+	for _, shard := range shards {
+		m, err := h.startManager(ctx, shard)
+		if err != nil {
+			return nil, 0, err
+		}
+		managers = append(managers, m)
+	}
+	sum := func(name, controller string) float64 {
+		var n float64
+		for _, m := range managers {
+			n += metricSum(m.registry, name, controller)
+		}
+		return n
+	}
 	var behind string
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, Timeout, true, func(context.Context) (bool, error) {
 		behind = ""
 		for _, c := range h.components {
-			if runs := metricSum(m.registry, metrics.Namespace+"_graph_run_duration_seconds", c.Name()); runs < float64(len(all[c.Name()])) {
+			if runs := sum(metrics.Namespace+"_graph_run_duration_seconds", c.Name()); runs < float64(len(all[c.Name()])) {
 				behind = fmt.Sprintf("component %s ran %v graphs for %d owners", c.Name(), runs, len(all[c.Name()]))
 				return false, nil
 			}
@@ -677,8 +788,14 @@ func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string
 	}
 	time.Sleep(quiet)
 	stopped = true
-	if err := m.stop(); err != nil {
-		return nil, 0, errors.Wrap(err, "the settle pass's manager")
+	var stopErr error
+	for _, m := range managers {
+		if err := m.stop(); err != nil && stopErr == nil {
+			stopErr = errors.Wrap(err, "the settle pass's manager")
+		}
+	}
+	if stopErr != nil {
+		return nil, 0, stopErr
 	}
 	var writes []string
 	for _, r := range h.requests.Requests() {
@@ -686,5 +803,5 @@ func (h *Harness) settlePass(ctx context.Context, quiet time.Duration) ([]string
 			writes = append(writes, line)
 		}
 	}
-	return writes, metricSum(m.registry, metrics.Namespace+"_node_panics_total", ""), nil
+	return writes, sum(metrics.Namespace+"_node_panics_total", ""), nil
 }

@@ -81,9 +81,19 @@ func TestHistory_Stats(t *testing.T) {
 		}, "", "ConfigMap/c", objectStats{UIDs: 2, Generation: 1}},
 		{"a kept object deleted", []event{
 			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep})},
+			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep, "metadata.deletionTimestamp": "2026-01-01T00:00:00Z"})},
+			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep}), deleted: true},
+		}, "", "ConfigMap/c", objectStats{UIDs: 1, KeptDeleted: 1}},
+		{"a kept object deleted, the last version seen kept", []event{
+			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep})},
+			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep}), deleted: true},
+		}, "", "ConfigMap/c", objectStats{UIDs: 1, KeptDeleted: 1}},
+		{"kept, released (a deletionPolicy switched to Delete), then deleted", []event{
+			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep})},
+			{obj: object("ConfigMap", "c", "1", nil)},
 			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.deletionTimestamp": "2026-01-01T00:00:00Z"})},
 			{obj: object("ConfigMap", "c", "1", nil), deleted: true},
-		}, "", "ConfigMap/c", objectStats{UIDs: 1, KeptDeleted: 1}},
+		}, "", "ConfigMap/c", objectStats{UIDs: 1}},
 		{"a kept object deleted by the test", []event{
 			{obj: object("ConfigMap", "c", "1", map[string]any{"metadata.annotations": keep})},
 			{obj: object("ConfigMap", "c", "1", nil), deleted: true},
@@ -181,9 +191,13 @@ func TestCrashSwitch(t *testing.T) {
 			transport := &http.Transport{}
 			defer transport.CloseIdleConnections()
 			var killed atomic.Bool
-			sw := &crashSwitch{mode: tc.mode, killed: make(chan struct{}), kill: func() { killed.Store(true) }}
+			sw := &crashSwitch{mode: tc.mode}
+			// Two managers through one switch (two shards): the crash point kills the one that
+			// made the write, the other goes on.
+			first, other := sw.target(), sw.target()
+			first.kill = func() { killed.Store(true) }
 			sw.arm(2)
-			rt := sw.wrap(transport)
+			rt := first.wrap(transport)
 			var codes []int
 			for _, r := range []string{"GET /api/v1/namespaces/n/secrets/a", "PATCH /api/v1/namespaces/n/secrets/a", "POST /api/v1/namespaces/n/events",
 				"PATCH /api/v1/namespaces/n/secrets/b", "GET /api/v1/namespaces/n/secrets/b", "PATCH /api/v1/namespaces/n/secrets/c"} {
@@ -200,8 +214,26 @@ func TestCrashSwitch(t *testing.T) {
 				}
 				codes = append(codes, code)
 			}
+			req, err := http.NewRequest(http.MethodPatch, server.URL+"/api/v1/namespaces/n/secrets/other", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := other.wrap(transport).RoundTrip(req); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("the other manager's write after the crash point: %v, want it sent", err)
+			} else {
+				_ = resp.Body.Close()
+			}
+			// The first manager's writes up to the crash point (all 3 with a conflict, which kills
+			// nothing), events aside, and the other's.
+			if n, want := sw.count(), map[bool]int{true: 4, false: 3}[tc.mode == ConflictAtWrite]; n != want {
+				t.Errorf("%d writes counted, want %d", n, want)
+			}
 			mu.Lock()
 			defer mu.Unlock()
+			if last := sent[len(sent)-1]; last != "PATCH /api/v1/namespaces/n/secrets/other" {
+				t.Errorf("last request sent %q, want the other manager's write", last)
+			}
+			sent = sent[:len(sent)-1]
 			if !slices.Equal(sent, tc.wantSent) || !slices.Equal(codes, tc.wantCodes) {
 				t.Errorf("sent %q with codes %v\nwant %q with %v", sent, codes, tc.wantSent, tc.wantCodes)
 			}

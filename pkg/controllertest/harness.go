@@ -57,9 +57,12 @@ type Harness struct {
 	scheme     *runtime.Scheme
 	config     *rest.Config
 	components []controller.Component
-	// fresh, when set, makes each manager's components (a restarted process's); components are
-	// then the first ones, for the kinds and names only.
-	fresh    func() []controller.Component
+	// fresh, when set, makes each manager's components (a restarted process's) for a shard;
+	// components are then the first ones, for the kinds and names only.
+	fresh func(shard string) []controller.Component
+	// shards are the shards of the managers a crash exploration runs, one manager each; nil:
+	// one manager, of the components' own shard.
+	shards   []string
 	requests *requests.Recorder
 
 	mu      sync.Mutex
@@ -72,7 +75,7 @@ type Harness struct {
 func Start(t testing.TB, api *APIServer, components ...controller.Component) *Harness {
 	t.Helper()
 	h := newHarness(t, api, components)
-	m, err := h.startManager(t.Context())
+	m, err := h.startManager(t.Context(), "")
 	if err != nil {
 		t.Fatalf("controllertest: %v", err)
 	}
@@ -111,13 +114,12 @@ func (m *managerRun) stop() error {
 	return m.err
 }
 
-// startManager starts a manager for the harness's components (new ones from fresh, when set),
-// its requests recorded (Writes)
-// and then passed through wraps (outermost last), and returns once its cache has synced. ctx
-// bounds the start-up RBAC check and the wait for the cache, not the manager, which runs until
-// stop. It returns an error when the manager cannot be made, the components cannot be set up, or
-// the cache does not sync; the manager is stopped then.
-func (h *Harness) startManager(ctx context.Context, wraps ...func(http.RoundTripper) http.RoundTripper) (*managerRun, error) {
+// startManager starts a manager for the harness's components (new ones of shard from fresh, when
+// set), its requests recorded (Writes) and then passed through wraps (outermost last), and
+// returns once its cache has synced. ctx bounds the start-up RBAC check and the wait for the
+// cache, not the manager, which runs until stop. It returns an error when the manager cannot be
+// made, the components cannot be set up, or the cache does not sync; the manager is stopped then.
+func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(http.RoundTripper) http.RoundTripper) (*managerRun, error) {
 	cfg := rest.CopyConfig(h.config)
 	cfg.Wrap(h.requests.Wrap)
 	for _, w := range wraps {
@@ -125,7 +127,7 @@ func (h *Harness) startManager(ctx context.Context, wraps ...func(http.RoundTrip
 	}
 	components := h.components
 	if h.fresh != nil {
-		components = h.fresh()
+		components = h.fresh(shard)
 	}
 	cacheOpts := controller.CacheOptions(h.scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}

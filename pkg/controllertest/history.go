@@ -32,7 +32,8 @@ type objectStats struct {
 	// Generation is the highest metadata.generation seen: each spec change adds one.
 	Generation int64
 	// KeptDeleted counts the kept objects of the name (kdag.dev/resource-policy: keep or
-	// kdag.dev/keep: "true") deleted other than by the test (Harness.Delete).
+	// kdag.dev/keep: "true" on the version deleted, or the last one seen before) deleted other
+	// than by the test (Harness.Delete).
 	KeptDeleted int
 	// Reruns counts the Jobs of the name created after one of the name had completed.
 	Reruns int
@@ -70,7 +71,8 @@ type objectHistory struct {
 
 // uidHistory is the history of one object.
 type uidHistory struct {
-	kept, deleted bool
+	kept    bool // the last version seen is kept
+	deleted bool
 }
 
 func newHistory(byTest func(types.UID) bool) *history {
@@ -98,7 +100,10 @@ func (hs *history) observe(obj *unstructured.Unstructured, deleted bool) {
 			oh.stats.Reruns++
 		}
 	}
-	uh.kept = uh.kept || isKept(obj)
+	// Kept is what the object's last version says: an owner may switch a node from Keep to
+	// deletion (a storage deletionPolicy from Retain to Delete), and kdag then removes the
+	// annotation before the object goes.
+	uh.kept = isKept(obj)
 	if obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == corev1.GroupName {
 		oh.data[dataHash(obj.Object["data"])] = true
 		oh.stats.Data = len(oh.data)

@@ -73,8 +73,10 @@ func (rm *memoRM) AddResources(_ context.Context, w *testapi.Widget, b *controll
 // TestExplorer_ReportsAPlantedBug (issue 30, item 5): the explorer fails, at the crash point
 // between the two writes and nowhere else, a component that reads its password back from the
 // Secret it writes last; the same component reading it from the Secret it writes first passes
-// every crash point. A component that keeps its password in memory fails the clean run already:
-// the settle pass is a fresh manager, which does not have it (NewComponents).
+// every crash point. With a second crash (Crashes.Again: the recovering manager killed at its
+// first write too) the first is reported with a third password. A component that keeps its
+// password in memory fails the clean run already: the settle pass is a fresh manager, which does
+// not have it (NewComponents).
 func TestExplorer_ReportsAPlantedBug(t *testing.T) {
 	const dataChanged = "Secret/w-db-init: data changed: 2 different contents, the clean run has 1"
 	for _, tc := range []struct {
@@ -95,6 +97,11 @@ func TestExplorer_ReportsAPlantedBug(t *testing.T) {
 		{"password read back from the first Secret", controllertest.Crashes{
 			Components: []controller.Component{controller.For("password", passwordRM{cl: api.Env(t).Client, from: "db-init"})},
 		}, nil},
+		{"password read back from the last Secret, the recovering manager killed at its first write too", controllertest.Crashes{
+			Components: []controller.Component{controller.For("password", passwordRM{cl: api.Env(t).Client, from: "app"})},
+			Again:      1,
+			// Each crash between the two writes generates another password.
+		}, map[string]string{"/secrets/w-db-init": "Secret/w-db-init: data changed: 3 different contents, the clean run has 1"}},
 		{"password in the component's memory", controllertest.Crashes{
 			NewComponents: func() []controller.Component {
 				return []controller.Component{controller.For("password", &memoRM{passwords: map[string][]byte{}})}
@@ -118,11 +125,15 @@ func TestExplorer_ReportsAPlantedBug(t *testing.T) {
 			if c.Points == nil && (report.Writes < 3 || report.Explored != report.Writes) {
 				t.Errorf("%d crash points, %d explored; want every one of at least 3 (two Secrets, a status)", report.Writes, report.Explored)
 			}
+			if c.Again > 0 && report.Twice == 0 {
+				t.Errorf("no recovering manager was killed (Again: %d)", c.Again)
+			}
 			got := map[string]string{}
 			for _, f := range failures {
 				t.Logf("reported: %s", f)
 				for suffix, problem := range tc.want {
-					if (suffix == "") == (f.Point == 0) && strings.HasSuffix(f.Request, suffix) &&
+					first, _, _ := strings.Cut(f.Request, ", then ") // the crash point's write, without the recovery's
+					if (suffix == "") == (f.Point == 0) && strings.HasSuffix(first, suffix) &&
 						slices.ContainsFunc(f.Problems, func(p string) bool { return strings.HasPrefix(p, problem) }) {
 						got[suffix] = problem
 					}

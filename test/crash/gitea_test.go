@@ -54,7 +54,11 @@ func sample(t *testing.T) *giteav1alpha1.Gitea {
 // the database's claim and StatefulSet, the cache, the server's claim, its migration Job and its
 // Deployment. It returns once the Gitea is Ready.
 func deploy(t *testing.T, h *controllertest.Harness) *giteav1alpha1.Gitea {
-	g := sample(t)
+	return deployGitea(t, h, sample(t))
+}
+
+// deployGitea is deploy with g, a Gitea named demo.
+func deployGitea(t *testing.T, h *controllertest.Harness, g *giteav1alpha1.Gitea) *giteav1alpha1.Gitea {
 	h.Create(g)
 	for _, obj := range []client.Object{
 		controllertest.Named[corev1.PersistentVolumeClaim](postgresql.DataClaimName(pgName)),
@@ -95,8 +99,9 @@ func data(h *controllertest.Harness) map[string]string {
 
 // crashes is the exploration of a Gitea scenario: the reference operator's four components, at
 // every stride-th crash point (twice that under -race: raceFactor). KDAG_CRASH_STRIDE overrides
-// the stride (1: every crash point), and KDAG_CRASH_MODE the mode: "before" (the write never
-// sent) or "conflict" (answered 409).
+// the stride (1: every crash point), KDAG_CRASH_MODE the mode: "before" (the write never sent)
+// or "conflict" (answered 409), and KDAG_CRASH_AGAIN=n kills the recovering manager too, at its
+// n-th write (Crashes.Again).
 func crashes(t *testing.T, stride int, setup, scenario func(t *testing.T, h *controllertest.Harness)) controllertest.Crashes {
 	stride *= raceFactor
 	if s := os.Getenv("KDAG_CRASH_STRIDE"); s != "" {
@@ -112,7 +117,16 @@ func crashes(t *testing.T, stride int, setup, scenario func(t *testing.T, h *con
 	if !ok {
 		t.Fatalf("KDAG_CRASH_MODE=%q: want after, before or conflict", os.Getenv("KDAG_CRASH_MODE"))
 	}
+	again := 0
+	if s := os.Getenv("KDAG_CRASH_AGAIN"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			t.Fatalf("KDAG_CRASH_AGAIN=%q: want the recovering manager's write to crash at (0: none)", s)
+		}
+		again = n
+	}
 	return controllertest.Crashes{
+		Again: again,
 		// Each manager its own components, as a restarted operator.
 		NewComponents: func() []controller.Component { return controllers.Components(nil) },
 		Setup:         setup, Scenario: scenario, Stride: stride, Mode: mode,
@@ -132,6 +146,17 @@ func TestGitea_FirstDeploy(t *testing.T) {
 			}
 		}
 	}))
+}
+
+// TestGitea_FirstDeploy_CrashWhileRecovering (issue 30, crashes during the recovery): the first
+// deploy, the operator killed at every fifth of its writes, and the fresh operator that takes
+// over killed too, at its second write; a third one finishes.
+func TestGitea_FirstDeploy_CrashWhileRecovering(t *testing.T) {
+	c := crashes(t, 5, nil, func(t *testing.T, h *controllertest.Harness) { deploy(t, h) })
+	if c.Again == 0 {
+		c.Again = 2
+	}
+	controllertest.ExploreCrashes(t, api, c)
 }
 
 // TestGitea_Upgrade (issue 30, part 2b): the deployed sample moves to the next version: its

@@ -10,6 +10,12 @@
 //     deletion; strides double under -race; KDAG_CRASH_STRIDE=1 explores every one).
 //   - TestPostgreSQL_StorageGrows (gitea_test.go): a database's volume grows, its StatefulSet
 //     re-created (controller.Recreate), at every crash point.
+//   - TestGitea_FirstDeploy_CrashWhileRecovering (gitea_test.go): the first deploy with a second
+//     crash, of the manager that recovers from the first (Crashes.Again).
+//   - switches_test.go: the storage deletionPolicy switched Retain → Delete → Retain then the
+//     Gitea deleted (data kept), switched to Delete then deleted (data gone), the Valkey cache
+//     disabled then enabled, and a shard move (a kdag.dev/shard-next hand-over from shard a to
+//     shard b, one manager per shard: Crashes.Shards).
 //
 // envtest only (no local cluster): a real kube-apiserver and etcd, no controllers, so the
 // scenarios mark workloads ready themselves (Harness.MarkReady) and collect garbage themselves
