@@ -137,9 +137,9 @@ func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-userkept"}, Data: map[string]string{"k": "v"}})
 		// A node whose work is done once the owner was Ready (as a migration Job recorded as
 		// succeeded): Finished, never created again, yet moved with its owner.
-		var finished []NodeOption
+		var finished []controller.NodeOption
 		if meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady) {
-			finished = append(finished, Finished())
+			finished = append(finished, controller.Finished())
 		}
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-finished"}, Data: map[string]string{"k": "v"}}, finished...)
 		if !strings.HasSuffix(w.Name, "-child") {

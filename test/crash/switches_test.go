@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
@@ -139,7 +140,7 @@ func TestGitea_CacheDisabledThenEnabled(t *testing.T) {
 				h.MarkReady(server)
 			}
 
-			h.Update(g, func() { g.Spec.Cache.Enabled = false })
+			h.Update(g, func() { g.Spec.Cache.Enabled = ptr.To(false) })
 			roll("without the cache")
 			h.WaitGone(controllertest.Named[giteav1alpha1.Valkey]("demo-valkey"))
 			h.CollectGarbage()
@@ -150,7 +151,7 @@ func TestGitea_CacheDisabledThenEnabled(t *testing.T) {
 				}
 			}
 
-			h.Update(g, func() { g.Spec.Cache.Enabled = true })
+			h.Update(g, func() { g.Spec.Cache.Enabled = ptr.To(true) })
 			h.MarkReady(controllertest.Named[appsv1.Deployment]("demo-valkey"))
 			roll("onto the cache")
 			h.WaitReady(g)
