@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -74,10 +76,12 @@ type Crashes struct {
 	// dies, a fresh manager of its shard takes over, and the others go on. The settle pass runs a
 	// fresh manager per shard.
 	Shards []string
-	// ShardComponents makes the components of a manager of shard, each given
-	// controller.WithShard(shard): required with Shards, in place of Components and
-	// NewComponents.
+	// ShardComponents makes the components of a manager of shard: required with Shards, in place
+	// of Components and NewComponents.
 	ShardComponents func(shard string) []controller.Component
+	// ShardLayer makes each manager its shard's, as the operator's main does (package shard:
+	// shard.SelectCache and shard.Options.ControllerOptions): required with Shards.
+	ShardLayer *ShardLayer
 	// Again, when > 0, crashes the recovery too: the fresh manager that takes over after the
 	// crash point dies at its Again-th write (counted from its start, in Mode), and another fresh
 	// manager finishes the scenario. The failure's Request then names both writes. A run whose
@@ -181,8 +185,8 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 	if c.Scenario == nil {
 		t.Fatal("controllertest: ExploreCrashes needs a Scenario")
 	}
-	if (len(c.Shards) > 0) != (c.ShardComponents != nil) {
-		t.Fatal("controllertest: ExploreCrashes needs both Shards and ShardComponents, or neither")
+	if (len(c.Shards) > 0) != (c.ShardComponents != nil) || (len(c.Shards) > 0) != (c.ShardLayer != nil) {
+		t.Fatal("controllertest: ExploreCrashes needs Shards, ShardComponents and ShardLayer together, or none of them")
 	}
 	x := explorer{api: api, c: c}
 	var base *crashRun
@@ -274,6 +278,24 @@ type explorer struct {
 	c   Crashes
 }
 
+// ShardLayer narrows a manager to its shard. Package shard provides both parts (controllertest
+// cannot import it: shard's own tests use this package):
+//
+//	&controllertest.ShardLayer{
+//		SelectCache: shard.SelectCache,
+//		ControllerOptions: func(mgr ctrl.Manager, name string) []controller.Option {
+//			return (&shard.Options{Shard: name}).ControllerOptions(mgr)
+//		},
+//	}
+type ShardLayer struct {
+	// SelectCache returns the manager's cache options narrowed to shard ("" the unsharded
+	// manager's: owners without a shard label).
+	SelectCache func(opts cache.Options, shard string) (cache.Options, error)
+	// ControllerOptions returns the options that make the manager's Controllers the shard's (its
+	// owner filter, the hand-over).
+	ControllerOptions func(mgr ctrl.Manager, shard string) []controller.Option
+}
+
 // run runs the scenario once in a new namespace with the crash point n (0: none, the clean run)
 // and checks the invariants that need no clean run.
 func (x explorer) run(t *testing.T, n int) *crashRun {
@@ -289,6 +311,7 @@ func (x explorer) run(t *testing.T, n int) *crashRun {
 	switch {
 	case c.ShardComponents != nil:
 		h.fresh = c.ShardComponents
+		h.layer = c.ShardLayer
 	case c.NewComponents != nil:
 		h.fresh = func(string) []controller.Component { return c.NewComponents() }
 	}

@@ -41,7 +41,7 @@
 // the write never sent (CrashBeforeWrite) or answered 409 (ConflictAtWrite) instead. Components
 // are shared by the managers, unless NewComponents makes each manager's own: then what a
 // ResourceManager remembers between reconciles is lost at a crash, as in a real process. A
-// scenario that moves owners between shards gives Shards and ShardComponents: every run has one
+// scenario that moves owners between shards gives Shards, ShardComponents and ShardLayer: every run has one
 // manager per shard, the crash points are the writes of all of them, and the one that makes the
 // crash point's write dies and is replaced by a fresh manager of its shard.
 //

@@ -62,7 +62,9 @@ type Harness struct {
 	fresh func(shard string) []controller.Component
 	// shards are the shards of the managers a crash exploration runs, one manager each; nil:
 	// one manager, of the components' own shard.
-	shards   []string
+	shards []string
+	// layer, with shards, makes each manager its shard's.
+	layer    *ShardLayer
 	requests *requests.Recorder
 
 	mu      sync.Mutex
@@ -131,6 +133,12 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 	}
 	cacheOpts := controller.CacheOptions(h.scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
+	if h.layer != nil {
+		var err error
+		if cacheOpts, err = h.layer.SelectCache(cacheOpts, shard); err != nil {
+			return nil, errors.Wrapf(err, "the cache of shard %q", shard)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:         h.scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
@@ -147,7 +155,11 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 	if err != nil {
 		return nil, errors.Wrap(err, "metrics")
 	}
-	if err := controller.Setup(ctx, mgr, components, controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)); err != nil {
+	opts := []controller.Option{controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)}
+	if h.layer != nil {
+		opts = append(opts, h.layer.ControllerOptions(mgr, shard)...)
+	}
+	if err := controller.Setup(ctx, mgr, components, opts...); err != nil {
 		return nil, errors.Wrapf(err, "set up components in namespace %s", h.Namespace)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())

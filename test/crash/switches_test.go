@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
@@ -19,6 +20,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/shard"
 )
 
 // The scenarios of this file explore every fifth crash point (every tenth under -race:
@@ -162,7 +164,7 @@ func TestGitea_CacheDisabledThenEnabled(t *testing.T) {
 		}))
 }
 
-// The shards of the shard move: static shards (controller.WithShard), one manager each.
+// The shards of the shard move: static shards (package shard's layer), one manager each.
 const fromShard, toShard = "a", "b"
 
 // TestGitea_ShardMove (issue 30, part 2): the deployed sample, in shard a, moves to shard b,
@@ -220,8 +222,12 @@ func TestGitea_ShardMove(t *testing.T) {
 				})
 			c.NewComponents = nil
 			c.Shards = []string{fromShard, toShard}
-			c.ShardComponents = func(shard string) []controller.Component {
-				return controllers.Components(nil, controller.WithShard(shard))
+			c.ShardComponents = func(string) []controller.Component { return controllers.Components(nil) }
+			c.ShardLayer = &controllertest.ShardLayer{
+				SelectCache: shard.SelectCache,
+				ControllerOptions: func(mgr ctrl.Manager, name string) []controller.Option {
+					return (&shard.Options{Shard: name}).ControllerOptions(mgr)
+				},
 			}
 			controllertest.ExploreCrashes(t, api, c)
 		})
