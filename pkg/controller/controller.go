@@ -352,6 +352,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Another manager's owner (a cache that does not select this manager's owners holds
 		// it): not this Controller's to touch, and no teardown either.
 		c.expansionStalled.Delete(req.NamespacedName)
+		c.revisions.forget(owner)
 		c.metrics.ForgetOwner(c.name, req.String())
 		c.refs.untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
@@ -443,6 +444,7 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 		r.recordPrune(c.prune(ctx, owner, index))
 	}
 	c.observeRun(owner, r, time.Since(runStart))
+	c.followRevisions(ctx, owner)
 	c.recordRevision(ctx, owner, r)
 	return r, nil
 }

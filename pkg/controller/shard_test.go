@@ -357,6 +357,13 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
+			if tc.to != "" {
+				// The owner's revisions (written by its first deploy, labelled with its old shard)
+				// follow it, though the move changes no spec: no object keeps the old shard's label.
+				poll.Until(t, "the revisions of Widget "+tc.owner+" in shard "+tc.to, controller.WaitTimeout, func(ctx context.Context) string {
+					return revisionsOutside(ctx, ns, w, tc.to)
+				})
+			}
 
 			for _, obj := range append(shardObjects(tc.owner), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: tc.owner}}) {
 				obj.SetNamespace(ns)
@@ -417,6 +424,13 @@ func TestShards_HandOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
+			if tc.to != "" {
+				// The owner's revisions (written by its first deploy, labelled with its old shard)
+				// follow it, though the move changes no spec: no object keeps the old shard's label.
+				poll.Until(t, "the revisions of Widget "+tc.owner+" in shard "+tc.to, controller.WaitTimeout, func(ctx context.Context) string {
+					return revisionsOutside(ctx, ns, w, tc.to)
+				})
+			}
 			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
@@ -566,4 +580,23 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 	poll.True(t, "the shard's informers of referenced Secrets let namespace "+mine+" go", controller.WaitTimeout, func(context.Context) bool {
 		return controller.ReferenceObjects(c, "Secret") == 0
 	})
+}
+
+// revisionsOutside returns "" when owner has revisions and each carries the shard label shard,
+// else what is wrong.
+func revisionsOutside(ctx context.Context, ns string, owner client.Object, shard string) string {
+	list := &appsv1.ControllerRevisionList{}
+	if err := controller.SharedEnv().Client.List(ctx, list, client.InNamespace(ns),
+		client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}); err != nil {
+		return err.Error()
+	}
+	if len(list.Items) == 0 {
+		return "no revisions"
+	}
+	for _, cr := range list.Items {
+		if got := cr.Labels[kdagv1alpha1.LabelShard]; got != shard {
+			return fmt.Sprintf("ControllerRevision %s has shard label %q", cr.Name, got)
+		}
+	}
+	return ""
 }
