@@ -217,6 +217,9 @@ type fixtureConfig struct {
 	register   bool
 	namespaces []string
 	config     *rest.Config
+	// syncPeriod, when set, is the cache's SyncPeriod: how often its informers deliver every
+	// cached object again as an update.
+	syncPeriod time.Duration
 }
 
 func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
@@ -231,6 +234,10 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 		cfg = rest.CopyConfig(fc.config)
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
+	var syncPeriod *time.Duration
+	if fc.syncPeriod > 0 {
+		syncPeriod = ptr.To(fc.syncPeriod)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
@@ -238,6 +245,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			ByObject:          CacheOptions(scheme, For("widgets", funcRM{})).ByObject,
+			SyncPeriod:        syncPeriod,
 		},
 		Controller: ctrlConfigSkipNameValidation(),
 	})

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,8 +104,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The test's own client creates and patches a fleet at once: no client-side throttling.
+	cfg := rest.CopyConfig(local.Config)
+	cfg.QPS, cfg.Burst = 100, 200
 	var err error
-	if cl, err = client.New(local.Config, client.Options{Scheme: scheme}); err != nil {
+	if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
