@@ -106,12 +106,14 @@ func faultDuringFirstDeploy(t *testing.T, name string, fault func(*testing.T, *l
 	idle, steps := settle(t, op, giteas)
 	compared := compareKept(t, before, snapshot(t, ns))
 	g.check(t)
+	teardown := deleteFleet(t, ns)
 	t.Logf("FAULT %s: %d Giteas; at the fault (%s after creation) %d of them Ready, %d claims and generated Secrets; %s; "+
 		"all Ready %s after the fault ended (%s after it began, %s after creation); reconciles per %s from then: %v, idle (at most %.0f in %s) %s after; "+
-		"claims and generated Secrets: %d compared with the snapshot, none deleted, re-created or changed",
+		"claims and generated Secrets: %d compared with the snapshot, none deleted, re-created or changed; namespace deleted in %s",
 		name, giteas, faultStart.Sub(created).Round(100*time.Millisecond), ready, len(before), what,
 		readyAt.Sub(faultEnd).Round(100*time.Millisecond), readyAt.Sub(faultStart).Round(100*time.Millisecond),
-		readyAt.Sub(created).Round(100*time.Millisecond), sampleStep, steps, idleMax(giteas), idleWindow, idle.Round(time.Second), compared)
+		readyAt.Sub(created).Round(100*time.Millisecond), sampleStep, steps, idleMax(giteas), idleWindow, idle.Round(time.Second), compared,
+		teardown.Round(100*time.Millisecond))
 }
 
 // TestFault_OperatorKilledDuringRecreate grows every database's storage (10Gi to 20Gi on an
@@ -221,13 +223,14 @@ func TestFault_OperatorKilledDuringRecreate(t *testing.T) {
 	}
 	compared := compareKept(t, before, snapshot(t, ns))
 	g.check(t)
+	teardown := deleteFleet(t, ns)
 	t.Logf("FAULT operator killed during Recreate: %d Giteas (first deploy, no fault: all Ready in %s); killed %s after the change, with %d of %d StatefulSets deleted, "+
 		"%d of them deleted and not yet created again; a new operator made every StatefulSet re-created and every Gitea Ready "+
 		"%s after the kill; reconciles per %s from then: %v, idle (at most %.0f in %s) %s after; database pods kept: %d; "+
-		"claims and generated Secrets: %d compared with the snapshot, none deleted, re-created or changed",
+		"claims and generated Secrets: %d compared with the snapshot, none deleted, re-created or changed; namespace deleted in %s",
 		giteas, deployed.Round(100*time.Millisecond), killed.Sub(changed).Round(100*time.Millisecond), deleted, giteas, inFlight,
 		readyAt.Sub(killed).Round(100*time.Millisecond), sampleStep, steps, idleMax(giteas), idleWindow, idle.Round(time.Second),
-		len(oldPods), compared)
+		len(oldPods), compared, teardown.Round(100*time.Millisecond))
 }
 
 // statefulSets returns the UIDs of the StatefulSets of ns by name.

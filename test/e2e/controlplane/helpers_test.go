@@ -283,6 +283,26 @@ func waitFleetReady(t *testing.T, ns string, n int, timeout time.Duration) time.
 	return time.Now()
 }
 
+// deleteFleet deletes namespace ns while the test's operator still runs and waits until it is
+// gone: the owners' teardown (kdag's finalizers) is done by this test's operator, not left to the
+// next test's, whose reconciles and recovery it would weigh on. It returns how long that took.
+func deleteFleet(t *testing.T, ns string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := cl.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	poll.Until(t, "namespace "+ns+" deleted", convergeTimeout, func(ctx context.Context) string {
+		err := cl.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		ready, total, _, _ := fleet(ctx, ns)
+		return fmt.Sprintf("still there (%v), %d Giteas left, %d of them Ready", err, total, ready)
+	})
+	return time.Since(start)
+}
+
 // generatedSecrets counts the Secrets of ns that kdag wrote (its controller label).
 func generatedSecrets(ctx context.Context, ns string) (int, error) {
 	list := &corev1.SecretList{}
