@@ -32,11 +32,7 @@ const (
 // deploy is half done, stays down componentDown and is started again.
 func TestFault_APIServerKilledDuringFirstDeploy(t *testing.T) {
 	faultDuringFirstDeploy(t, "kube-apiserver killed", func(t *testing.T, _ *link) string {
-		took, err := local.Outage(t.Context(), componentDown, localcluster.ComponentKubeAPIServer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("down %s, restarted and serving in %s", componentDown, took.Round(100*time.Millisecond))
+		return outage(t, localcluster.ComponentKubeAPIServer)
 	})
 }
 
@@ -44,12 +40,35 @@ func TestFault_APIServerKilledDuringFirstDeploy(t *testing.T) {
 // half done, stays down componentDown and is started again; kube-apiserver keeps running.
 func TestFault_EtcdKilledDuringFirstDeploy(t *testing.T) {
 	faultDuringFirstDeploy(t, "etcd killed", func(t *testing.T, _ *link) string {
-		took, err := local.Outage(t.Context(), componentDown, localcluster.ComponentEtcd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("down %s, restarted and serving in %s", componentDown, took.Round(100*time.Millisecond))
+		return outage(t, localcluster.ComponentEtcd)
 	})
+}
+
+// outage kills component, keeps it down componentDown and starts it again (Cluster.Outage), and
+// checks that it runs as a new process beside the other components, as before.
+func outage(t *testing.T, component string) string {
+	t.Helper()
+	before, err := local.Components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	took, err := local.Outage(t.Context(), componentDown, component)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := local.Components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[component] == 0 || after[component] == before[component] {
+		t.Fatalf("%s: pid %d before the outage, %d after: want a new process", component, before[component], after[component])
+	}
+	for name := range before {
+		if after[name] == 0 {
+			t.Errorf("%s ran before the outage of %s, not after it", name, component)
+		}
+	}
+	return fmt.Sprintf("down %s, restarted and serving in %s", componentDown, took.Round(100*time.Millisecond))
 }
 
 // TestFault_NetworkCutDuringFirstDeploy: the operator's connections to the API server are reset
