@@ -18,7 +18,8 @@
 // Each logs its figures in one line starting "FAULT".
 //
 // KDAG_FAULT_GITEAS sets the fleet's size (default 20, what a 2-core CI machine runs in a few
-// minutes; docs/reliability.md gives the figures for 100).
+// minutes; docs/reliability.md gives the figures for 100); KDAG_FAULT_CLUSTER names the local
+// cluster (default kdag-e2e-controlplane).
 package controlplane
 
 import (
@@ -60,6 +61,8 @@ const (
 	expandableClass = "kdag-e2e-expandable"
 	// giteasEnv sets the fleet's size.
 	giteasEnv = "KDAG_FAULT_GITEAS"
+	// clusterEnv names another local cluster than clusterName (two runs at once).
+	clusterEnv = "KDAG_FAULT_CLUSTER"
 	// defaultGiteas is the fleet's size in CI.
 	defaultGiteas = 20
 )
@@ -90,7 +93,11 @@ func TestMain(m *testing.M) {
 	// A Gitea runs up to four pods (database, cache, server, migration Job); kwok's fake nodes
 	// take 110 pods each.
 	nodes := max(2, giteas*4/100+1)
-	code := cluster.Main(cluster.Options{Name: clusterName, Nodes: nodes, Log: os.Stderr}, func(c *cluster.Cluster) int {
+	name := clusterName
+	if v := os.Getenv(clusterEnv); v != "" {
+		name = v
+	}
+	code := cluster.Main(cluster.Options{Name: name, Nodes: nodes, Log: os.Stderr}, func(c *cluster.Cluster) int {
 		local = c
 		return run(m)
 	})
