@@ -176,6 +176,11 @@ test-reliability: tools-cluster ## Run the reliability suite (API faults, restar
 	@$(call say,go test $(GO_TEST_FLAGS) ./test/reliability/...)
 	go test $(GO_TEST_FLAGS) ./test/reliability/...
 
+.PHONY: test-controlplane
+test-controlplane: tools-cluster ## Kill kube-apiserver, etcd, the operator's network and the operator under a fleet of Giteas (test/e2e/controlplane; KDAG_FAULT_GITEAS=100 for the full fleet), with -race.
+	@$(call say,go test $(GO_TEST_FLAGS) ./test/e2e/controlplane/ ($${KDAG_FAULT_GITEAS:-20} Giteas per fault))
+	go test $(GO_TEST_FLAGS) -v ./test/e2e/controlplane/
+
 .PHONY: bench
 bench: tools-cluster $(BENCHSTAT) ## Run the benchmarks (BENCH=regexp, BENCH_COUNT=n, SCALE_BENCH=, SCALE_COUNT=n) into bin/bench.txt and summarise with benchstat (see docs/benchmarks.md).
 	go test -p 1 -run '^$$' -bench '$(BENCH)' -skip '$(SCALE_BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee $(BIN)/bench.txt

@@ -169,7 +169,9 @@ func (e *AdoptionError) Error() string {
 // Invalid with at least one cause that points into the object (a field path). A
 // ValidatingAdmissionPolicy's denial is also 422 Invalid, but its cause names no field, and an
 // admission webhook's denial says so in its message: both are policy decisions an administrator
-// can change, not errors of the object.
+// can change, not errors of the object. Nor is a cause that is the server failing to allocate a
+// Service's cluster IP (serverAllocationFailed): the same object goes through once the server
+// can allocate again.
 func IsInvalid(err error) bool {
 	var status apierrors.APIStatus
 	if err == nil || !errors.As(err, &status) {
@@ -183,11 +185,20 @@ func IsInvalid(err error) bool {
 		return false
 	}
 	for _, c := range st.Details.Causes {
-		if c.Field != "" {
+		if c.Field != "" && !serverAllocationFailed(c) {
 			return true
 		}
 	}
 	return false
+}
+
+// serverAllocationFailed reports whether cause is kube-apiserver's IP allocator failing for a
+// Service that asked for no particular IP, which kube-apiserver v1.36 and later report as
+// spec.clusterIPs Invalid ("failed to allocate IP: <storage error>", while etcd is unavailable,
+// say; before v1.36 it was a 500). A Service asking for a taken IP gets "failed to allocate IP
+// <ip>: ...", an error of the object, which stays Invalid.
+func serverAllocationFailed(cause metav1.StatusCause) bool {
+	return cause.Field == "spec.clusterIPs" && strings.Contains(cause.Message, "failed to allocate IP: ")
 }
 
 // DeniedByAdmission reports whether an API error message comes from an admission webhook or an

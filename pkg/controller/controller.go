@@ -118,10 +118,15 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Contro
 	if err := c.indexOwnersByUID(mgr); err != nil {
 		return nil, errors.Wrapf(err, "controller %s: index %s by UID", name, c.ownerGVK.Kind)
 	}
+	// An update that carries the resourceVersion the cache had is an informer's redelivery (a
+	// resync, or a relist after an API server or etcd restart ended the watch), not a change:
+	// reconciling every owner once per owned kind for it is a storm at every such restart.
+	// Changes made while the watch was down arrive with a new resourceVersion (or as deletions).
+	changed := builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})
 	for _, t := range c.owned {
 		// Owns maps objects to their controller owner; the second watch maps those kdag tracks by
 		// its labels alone (another namespace, cluster-scoped, kept).
-		b = b.Owns(t.obj).Watches(t.obj, handler.EnqueueRequestsFromMapFunc(c.ownerByLabel))
+		b = b.Owns(t.obj, changed).Watches(t.obj, handler.EnqueueRequestsFromMapFunc(c.ownerByLabel), changed)
 	}
 	if c.ownsClaims() {
 		// A claim that cannot grow Stalls its owner until an administrator lets its

@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -125,8 +128,10 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 	tests := []struct {
 		name string
 		rm   func(failures *atomic.Int32) ResourceManager[*testapi.Widget]
-		// inject arranges for the ConfigMap node to fail in the next reconcile only.
+		// inject arranges for the failed node to fail in the next reconcile only.
 		inject func(f *fixture, failures *atomic.Int32)
+		// failed is the failed node's object, "Kind name"; default the ConfigMap app-config.
+		failed string
 	}{
 		{
 			name: "API server answers 500 to the apply",
@@ -134,6 +139,19 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 			inject: func(f *fixture, _ *atomic.Int32) {
 				f.calls.failNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
 			},
+		},
+		{
+			// kube-apiserver v1.36+ while etcd is unavailable (seen in test/e2e/controlplane):
+			// 422 Invalid, but the server's failure, not the Service's.
+			name: "API server cannot allocate the Service's cluster IP",
+			rm:   func(*atomic.Int32) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
+			inject: func(f *fixture, _ *atomic.Int32) {
+				st := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "app", field.ErrorList{field.Invalid(
+					field.NewPath("spec", "clusterIPs"), []string{""},
+					"failed to allocate IP: rpc error: code = Unavailable desc = error reading from server: EOF")}).ErrStatus
+				f.calls.failNextWithStatus("PATCH", "/api/v1/namespaces/"+f.ns+"/services/app", 1, st)
+			},
+			failed: "Service app",
 		},
 		{
 			name: "a readiness check fails once",
@@ -160,7 +178,12 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 			if err == nil || isTerminalErr(err) {
 				t.Fatalf("reconcile: err = %v, want a transient (non-terminal) error", err)
 			}
-			if !strings.Contains(err.Error(), "ConfigMap "+f.ns+"/app-config") {
+			failed := "ConfigMap app-config"
+			if tt.failed != "" {
+				failed = tt.failed
+			}
+			kind, name, _ := strings.Cut(failed, " ")
+			if !strings.Contains(err.Error(), kind+" "+f.ns+"/"+name) {
 				t.Errorf("reconcile error %q does not name the failed node", err)
 			}
 			st := f.status("app")

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,7 @@ type fault struct {
 	remaining    int
 	code         int
 	reason       metav1.StatusReason
+	status       *metav1.Status // the whole answer, when set (code and reason unused)
 	after        func()
 }
 
@@ -99,6 +101,14 @@ func (c *calls) failNextWith(method, path string, n, code int, reason metav1.Sta
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n, code: code, reason: reason})
+}
+
+// failNextWithStatus makes the next n requests with method and path fail with st, as the API
+// server would write it (its code, reason, message and causes).
+func (c *calls) failNextWithStatus(method, path string, n int, st metav1.Status) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n, code: int(st.Code), status: &st})
 }
 
 // afterNext runs fn once the response to the next request with method and path is back, before
@@ -171,6 +181,15 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
 			`"message":"injected fault","reason":%q,"code":%d}`, f.reason, f.code)
+		if f.status != nil {
+			st := *f.status
+			st.Kind, st.APIVersion, st.Status = "Status", "v1", metav1.StatusFailure
+			raw, err := json.Marshal(st)
+			if err != nil {
+				panic(err)
+			}
+			body = string(raw)
+		}
 		return &http.Response{
 			StatusCode: f.code, Status: fmt.Sprintf("%d %s", f.code, http.StatusText(f.code)),
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -218,6 +237,9 @@ type fixtureConfig struct {
 	register   bool
 	namespaces []string
 	config     *rest.Config
+	// syncPeriod, when set, is the cache's SyncPeriod: how often its informers deliver every
+	// cached object again as an update.
+	syncPeriod time.Duration
 }
 
 func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
@@ -232,6 +254,10 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 		cfg = rest.CopyConfig(fc.config)
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
+	var syncPeriod *time.Duration
+	if fc.syncPeriod > 0 {
+		syncPeriod = ptr.To(fc.syncPeriod)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
@@ -239,6 +265,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
 			ByObject:          CacheOptions(scheme, For("widgets", funcRM{})).ByObject,
+			SyncPeriod:        syncPeriod,
 		},
 		Controller: ctrlConfigSkipNameValidation(),
 	})

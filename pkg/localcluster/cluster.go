@@ -188,7 +188,8 @@ func (c *Cluster) reachable(ctx context.Context) bool {
 }
 
 // writeConfig writes the kwokctl configuration: kube-controller-manager gets the hostPath
-// provisioner, so claims bind without a storage plugin.
+// provisioner, so claims bind without a storage plugin, and it and kube-scheduler run without
+// leader election, so that they outlive an API server restart (Cluster.Outage).
 func (c *Cluster) writeConfig() (string, error) {
 	const config = `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
@@ -197,6 +198,14 @@ componentsPatches:
   extraArgs:
   - key: enable-hostpath-provisioner
     value: "true"
+  # One instance: no Lease to hold. With leader election it would exit once the API server is
+  # away longer than its renew deadline (Cluster.Outage restarts it, but only once it has exited).
+  - key: leader-elect
+    value: "false"
+- name: kube-scheduler
+  extraArgs:
+  - key: leader-elect
+    value: "false"
 - name: kube-apiserver
   extraArgs:
   # The default /24 holds 254 Services with a cluster IP; the sharding test runs 300.

@@ -18,4 +18,8 @@
 //
 // Close stops accepting, closes every connection and waits for the proxy's goroutines, so
 // tests that use goleak stay clean.
+//
+// Cut and Restore make a network partition: Cut resets every connection and refuses new ones,
+// Restore listens on the same address again (test/e2e/controlplane cuts the operator off its API
+// server for 30 s this way).
 package latency

@@ -27,12 +27,13 @@ const readSize = 32 << 10
 
 // Proxy forwards loopback TCP connections to a target address with a delay in each direction.
 type Proxy struct {
-	ln     net.Listener
+	addr   string // where it listens, kept across Cut and Restore
 	target string
 	oneWay time.Duration
 	queue  int
 
 	mu     sync.Mutex
+	ln     net.Listener // nil while cut
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
@@ -57,8 +58,8 @@ func Start(target string, opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "latency: listen on loopback")
 	}
-	p := &Proxy{ln: ln, target: addr, oneWay: opts.RTT / 2, queue: opts.Queue, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.accept)
+	p := &Proxy{ln: ln, addr: ln.Addr().String(), target: addr, oneWay: opts.RTT / 2, queue: opts.Queue, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(func() { p.accept(ln) })
 	return p, nil
 }
 
@@ -85,7 +86,7 @@ func hostPort(target string) (string, error) {
 var defaultPorts = map[string]string{"http": "80", "https": "443"}
 
 // Addr returns the proxy's host:port.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.addr }
 
 // RTT returns the round trip the proxy adds (twice the one-way delay).
 func (p *Proxy) RTT() time.Duration { return 2 * p.oneWay }
@@ -117,7 +118,10 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
-	err := p.ln.Close()
+	var err error
+	if p.ln != nil {
+		err = p.ln.Close()
+	}
 	for c := range p.conns {
 		_ = c.Close()
 	}
@@ -126,11 +130,57 @@ func (p *Proxy) Close() error {
 	return errors.Wrap(err, "latency: close listener")
 }
 
-// track registers c so that Close closes it; it returns false once the proxy is closed.
-func (p *Proxy) track(c net.Conn) bool {
+// Cut cuts the network between the clients and the target, as a partition that the hosts see
+// (a firewall that rejects, a peer restarted): every open connection through the proxy is reset
+// (RST, no FIN: the client's reads and writes fail at once) and new connections to Addr are
+// refused until Restore. Cutting a cut or closed proxy does nothing. It returns an error when the
+// listener cannot be closed.
+func (p *Proxy) Cut() error {
+	p.mu.Lock()
+	if p.closed || p.ln == nil {
+		p.mu.Unlock()
+		return nil
+	}
+	ln := p.ln
+	p.ln = nil
+	err := ln.Close()
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // close with RST
+		}
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	return errors.Wrap(err, "latency: close listener")
+}
+
+// Restore ends a Cut: the proxy listens on Addr again and forwards new connections. Restoring a
+// proxy that is not cut does nothing. It returns an error when the proxy is closed or Addr cannot
+// be listened on again (another process took the port meanwhile).
+func (p *Proxy) Restore() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		return errors.New("latency: restore a closed proxy")
+	}
+	if p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return errors.Wrapf(err, "latency: listen on %s again", p.addr)
+	}
+	p.ln = ln
+	p.wg.Go(func() { p.accept(ln) })
+	return nil
+}
+
+// track registers c so that Close and Cut close it; it returns false while the proxy is cut or
+// once it is closed.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.ln == nil {
 		return false
 	}
 	p.conns[c] = struct{}{}
@@ -145,9 +195,9 @@ func (p *Proxy) untrack(conns ...net.Conn) {
 	}
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	for {
-		client, err := p.ln.Accept()
+		client, err := ln.Accept()
 		if err != nil {
 			return // closed
 		}

@@ -285,6 +285,64 @@ func TestProxy_Close(t *testing.T) {
 	}
 }
 
+// TestProxy_CutAndRestore cuts the proxy under an open connection, for each RTT: the connection
+// is reset, new ones are refused while cut (a second Cut changes nothing), and after Restore the
+// same address forwards again; Restore of a proxy not cut and Cut after Close do nothing, Restore
+// after Close fails.
+func TestProxy_CutAndRestore(t *testing.T) {
+	for _, rtt := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(rtt.String(), func(t *testing.T) {
+			p := startProxy(t, echoServer(t), Options{RTT: rtt})
+			addr := p.Addr()
+			echo := func(c net.Conn) error {
+				if _, err := c.Write([]byte("x")); err != nil {
+					return err
+				}
+				buf := make([]byte, 1)
+				_, err := io.ReadFull(c, buf)
+				return err
+			}
+			c := dial(t, addr)
+			if err := echo(c); err != nil {
+				t.Fatalf("echo before the cut: %v", err)
+			}
+			if err := p.Restore(); err != nil {
+				t.Errorf("Restore of a proxy not cut: %v", err)
+			}
+			for range 2 {
+				if err := p.Cut(); err != nil {
+					t.Fatalf("Cut: %v", err)
+				}
+			}
+			if err := echo(c); err == nil {
+				t.Error("echo on a connection open across the cut succeeded")
+			}
+			if c2, err := net.Dial("tcp", addr); err == nil {
+				_ = c2.Close()
+				t.Error("a cut proxy accepted a connection")
+			}
+			if err := p.Restore(); err != nil {
+				t.Fatalf("Restore: %v", err)
+			}
+			if p.Addr() != addr {
+				t.Errorf("Addr after Restore %s, want %s", p.Addr(), addr)
+			}
+			if err := echo(dial(t, addr)); err != nil {
+				t.Errorf("echo after Restore: %v", err)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Cut(); err != nil {
+				t.Errorf("Cut after Close: %v", err)
+			}
+			if err := p.Restore(); err == nil {
+				t.Error("Restore after Close succeeded")
+			}
+		})
+	}
+}
+
 // TestProxy_UnreachableTarget: the proxy closes the client's connection when it cannot dial.
 func TestProxy_UnreachableTarget(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
