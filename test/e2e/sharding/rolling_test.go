@@ -158,17 +158,7 @@ func TestRollingRestart(t *testing.T) {
 	begin := time.Now()
 	ns := local.Namespace(t)
 	leaseNS := local.Namespace(t)
-	dir, err := os.MkdirTemp("", "kdag-sharding-rolling-logs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the replicas' logs are in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	dir := logDir(t, "kdag-sharding-rolling-logs-")
 	var all []*replica
 	t.Cleanup(func() {
 		if t.Failed() {

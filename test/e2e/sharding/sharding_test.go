@@ -290,18 +290,7 @@ func perReplica(assigned map[string]string) map[string]int {
 func TestDynamicShards(t *testing.T) {
 	ns := local.Namespace(t)
 	leaseNS := local.Namespace(t)
-	// The replicas' logs stay for a failed test (their directory is named in its log).
-	dir, err := os.MkdirTemp("", "kdag-sharding-logs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the replicas' logs are in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	dir := logDir(t, "kdag-sharding-logs-")
 	r1, r2, r3 := startReplica(t, dir, "r1", leaseNS), startReplica(t, dir, "r2", leaseNS), startReplica(t, dir, "r3", leaseNS)
 	all := []*replica{r1, r2, r3}
 	t.Cleanup(func() {
@@ -458,4 +447,22 @@ func logTail(t *testing.T, replicas ...*replica) {
 		}
 		t.Logf("replica %s, last log lines but the reconciles:\n%s", r.id, strings.Join(keep[max(0, len(keep)-40):], "\n"))
 	}
+}
+
+// logDir returns a new directory for the replicas' logs, removed after the test unless it failed
+// (then the test's log names it).
+func logDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the replicas' logs are in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
 }
