@@ -449,7 +449,6 @@ func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*
 		r.recordPrune(c.prune(ctx, owner, index))
 	}
 	c.observeRun(owner, r, time.Since(runStart))
-	c.followRevisions(ctx, owner)
 	c.recordRevision(ctx, owner, r)
 	return r, nil
 }

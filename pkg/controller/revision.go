@@ -36,9 +36,6 @@ import (
 // seen the last write yet.
 type revisions struct {
 	last sync.Map // types.UID → int64
-	// labelled holds the sharded owners whose revisions this process has checked for their
-	// shard label (followRevisions).
-	labelled sync.Map // types.UID → struct{}
 }
 
 // watchRevisions makes the manager's cache hold ControllerRevisions from its start, so that the
@@ -202,37 +199,6 @@ func (r *revisions) lastOf(owner client.Object) int64 {
 // forget drops what r remembers of an owner.
 func (r *revisions) forget(owner metav1.Object) {
 	r.last.Delete(owner.GetUID())
-	r.labelled.Delete(owner.GetUID())
-}
-
-// followRevisions brings a sharded owner's revisions into its shard: the first time this process
-// reconciles an owner labelled kdag.dev/shard (after a start, or after the owner moved here from
-// another replica), it lists the owner's revisions from the API server (one uncached list; the
-// shard's cache holds none labelled for another shard) and relabels those of another shard, so
-// that no object of the owner keeps a dead replica's label and the history limit prunes them
-// here. Unsharded owners, which never move, cost nothing. A failure is logged and tried again at
-// the next reconcile; it never fails this one.
-func (c *Controller) followRevisions(ctx context.Context, owner client.Object) {
-	if _, sharded := owner.GetLabels()[kdagv1alpha1.LabelShard]; !sharded || owner.GetNamespace() == "" {
-		return
-	}
-	if _, done := c.revisions.labelled.Load(owner.GetUID()); done {
-		return
-	}
-	revs, err := c.listRevisions(ctx, c.reader, owner)
-	if err == nil {
-		err = c.relabelRevisions(ctx, owner, revs)
-	}
-	if err != nil {
-		logFrom(ctx).Info("could not bring the owner's revisions into its shard", "error", err.Error())
-		return
-	}
-	// The next revision's number follows the highest found, though the cache may not hold the
-	// relabelled ones yet (and revision 1 may be pruned, so its name would not collide).
-	if n := nextRevision(revs, c.revisions.lastOf(owner)) - 1; n > 0 {
-		c.revisions.last.Store(owner.GetUID(), n)
-	}
-	c.revisions.labelled.Store(owner.GetUID(), struct{}{})
 }
 
 // nextRevision is one more than the highest of existing and last.
