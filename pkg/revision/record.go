@@ -7,6 +7,7 @@
 package revision
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -184,10 +185,24 @@ func Labels(owner client.Object, kind, controller string) map[string]string {
 	return l
 }
 
-// Encode returns the ControllerRevision data of rec.
+// Encode returns the ControllerRevision data of rec, in canonical JSON: compact, with the keys of
+// every object sorted. A ControllerRevision's data is immutable, and the API server checks that
+// byte for byte on every update: a patch of the metadata alone (the garbage collector orphaning
+// the revision of an owner deleted with --cascade=orphan, a shard relabel) re-encodes the data
+// with sorted keys, so data in another key order would make every such patch fail as a change
+// of data, and the owner would stay on its "orphan" finalizer for good.
 func Encode(rec *Record) (runtime.RawExtension, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
+		return runtime.RawExtension{}, errors.Wrap(err, "encode revision")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers keep their text
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return runtime.RawExtension{}, errors.Wrap(err, "encode revision")
+	}
+	if raw, err = json.Marshal(v); err != nil { // maps: keys sorted
 		return runtime.RawExtension{}, errors.Wrap(err, "encode revision")
 	}
 	return runtime.RawExtension{Raw: raw}, nil

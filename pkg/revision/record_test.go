@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -126,5 +127,29 @@ func TestHistoryLimit(t *testing.T) {
 				t.Errorf("%q: %d, %v", v, n, ok)
 			}
 		}
+	}
+}
+
+// TestEncode_Canonical: the data is compact JSON with every object's keys sorted, as the API
+// server re-encodes it for any patch of a ControllerRevision; other bytes would make a metadata
+// patch (the garbage collector orphaning it) fail as a change of the immutable data.
+func TestEncode_Canonical(t *testing.T) {
+	rec := &Record{Generation: 3, SpecHash: "h", OperatorVersion: "v1",
+		Spec:  map[string]any{"zeta": 1, "alpha": map[string]any{"y": "2", "b": []any{map[string]any{"k": 1, "a": 2}}}},
+		Nodes: []NodeChange{{Kind: "ConfigMap", Name: "c", Action: "Applied", Fields: []string{"data.x"}}}}
+	data, err := Encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(data.Raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	canonical, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data.Raw) != string(canonical) {
+		t.Errorf("Encode() = %s\nwant the canonical %s", data.Raw, canonical)
 	}
 }
