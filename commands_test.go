@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,20 @@ func TestMainPackages_LinkNoTestSupport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestManager_EmbedsCARoots: the manager links Mozilla's CA roots as crypto/x509's fallback
+// (golang.org/x/crypto/x509roots/fallback), since the image `make image` builds has no CA bundle
+// and an OTLP exporter over TLS needs one.
+func TestManager_EmbedsCARoots(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps .: %v", err)
+	}
+	const roots = "golang.org/x/crypto/x509roots/fallback"
+	if !slices.Contains(strings.Fields(string(out)), roots) {
+		t.Errorf("the manager does not link %s: an image without a CA bundle could not verify any TLS server", roots)
 	}
 }
 
