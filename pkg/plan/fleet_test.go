@@ -103,11 +103,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestRun_FleetFlagErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	checkUsageErrors(t, []usageError{
 		{"--all without --live", []string{"--all"}, "--all needs --live"},
 		{"-A without --all", []string{"--live", "widget/shop", "-A"}, "go with --live --all"},
 		{"-l without --all", []string{"--live", "widget/shop", "-l", "a=b"}, "go with --live --all"},
@@ -116,17 +112,7 @@ func TestRun_FleetFlagErrors(t *testing.T) {
 		{"--all with a file", []string{"--live", "--all", "-f", "testdata/widgets.yaml"}, "no -f FILE"},
 		{"--all with TYPE/NAME", []string{"--live", "--all", "widget/shop"}, "no TYPE/NAME"},
 		{"--all mermaid", []string{"--live", "--all", "-o", "mermaid"}, `unknown output "mermaid" for --live`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := plan.Run(t.Context(), tc.args, &bytes.Buffer{}, options(t))
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("Run(%v) = %v, want an error with %q", tc.args, err, tc.wantErr)
-			}
-			if plan.ExitCode(err) != 2 {
-				t.Errorf("ExitCode(%v) = %d, want 2", err, plan.ExitCode(err))
-			}
-		})
-	}
+	})
 }
 
 // TestListOwners lists the Widgets of two namespaces by namespace and label selector: a Widget

@@ -346,27 +346,13 @@ func resourceVersions(t *testing.T, env *envtest.Environment, ns string) []strin
 }
 
 func TestRun_LiveFlagErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	checkUsageErrors(t, []usageError{
 		{"nothing to plan", []string{"--live"}, "--live needs TYPE/NAME, -f FILE or --all"},
 		{"both", []string{"--live", "widget/shop", "-f", "testdata/widgets.yaml"}, "not both"},
 		{"TYPE/NAME without --live", []string{"widget/shop"}, "needs --live"},
 		{"no kubeconfig", []string{"--live", "widget/shop", "--kubeconfig", "/nonexistent"}, "load kubeconfig"},
 		{"mermaid", []string{"--live", "widget/shop", "-o", "mermaid"}, `unknown output "mermaid" for --live`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := plan.Run(t.Context(), tc.args, &bytes.Buffer{}, options(t))
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("Run(%v) = %v, want an error with %q", tc.args, err, tc.wantErr)
-			}
-			if plan.ExitCode(err) != 2 {
-				t.Errorf("ExitCode(%v) = %d, want 2", err, plan.ExitCode(err))
-			}
-		})
-	}
+	})
 }
 
 func TestWriteChanges(t *testing.T) {
@@ -416,6 +402,29 @@ func TestStatusAndExitCode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := plan.ExitCode(plan.Status(tc.changes)); got != tc.want {
 				t.Errorf("ExitCode(Status) = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// usageError is a command line Run refuses: an error containing wantErr, exit status 2.
+type usageError struct {
+	name    string
+	args    []string
+	wantErr string
+}
+
+// checkUsageErrors runs each command line and checks Run's error and exit status.
+func checkUsageErrors(t *testing.T, cases []usageError) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := plan.Run(t.Context(), tc.args, &bytes.Buffer{}, options(t))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Run(%v) = %v, want an error with %q", tc.args, err, tc.wantErr)
+			}
+			if plan.ExitCode(err) != 2 {
+				t.Errorf("ExitCode(%v) = %d, want 2", err, plan.ExitCode(err))
 			}
 		})
 	}
