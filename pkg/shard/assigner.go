@@ -316,9 +316,12 @@ func (a *Assigner) parents(owners map[types.UID]*metav1.PartialObjectMetadata, n
 
 // leaseCollectAfter is how many of its own durations a member Lease stays expired before the
 // assigner deletes it: long enough for every decision that reads it (the assigner's confirmation
-// of an expiry reads a missing Lease as expired, too), short enough that the Leases of replaced
-// pods do not pile up.
-const leaseCollectAfter = 3
+// of an expiry reads a missing Lease as expired, too; a fenced replica stopped writing a third
+// of a duration before its Lease expired), short enough that a replaced pod's Lease is gone
+// within 3 Lease durations of its last renewal, as issue 29 asks (expiry after 1 duration,
+// deletion after 1 more, and a duration's margin for the assigner's own takeover when it died
+// with the replica).
+const leaseCollectAfter = 1
 
 // collect deletes the member Lease l, expired for leaseCollectAfter of its durations, on the
 // condition that it is still the version the assigner read (a renewal since wins). A refused or

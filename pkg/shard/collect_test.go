@@ -31,9 +31,9 @@ func (s staleLeases) List(ctx context.Context, list client.ObjectList, opts ...c
 }
 
 // TestAssigner_DeletesLongExpiredMemberLeases: a pass of the assigner deletes the member Leases
-// expired for more than three Lease durations (each its own), and keeps a live one, a recently
-// expired one, one renewed on the API server since the assigner's cache read it (the delete's
-// resourceVersion precondition), and Leases that are not kdag's member Leases (another name,
+// expired for more than leaseCollectAfter Lease durations (each its own), and keeps a live one,
+// a recently expired one, one renewed on the API server since the assigner's cache read it (the
+// delete's resourceVersion precondition), and Leases that are not kdag's member Leases (another name,
 // another group, no label, a holder that does not match the name). It looks again when the
 // recently expired one becomes old enough.
 func TestAssigner_DeletesLongExpiredMemberLeases(t *testing.T) {
@@ -53,9 +53,9 @@ func TestAssigner_DeletesLongExpiredMemberLeases(t *testing.T) {
 		gone  bool
 	}{
 		{lease: lease("kdag-shard-live", "live", member, 0, 300)},
-		{lease: lease("kdag-shard-recent", "recent", member, 30*time.Second, 15)}, // expired 15 s ago
+		{lease: lease("kdag-shard-recent", "recent", member, 25*time.Second, 15)}, // expired 10 s ago, < 15 s
 		{lease: lease("kdag-shard-old", "old", member, 80*time.Second, 15), gone: true},
-		{lease: lease("kdag-shard-long", "long", member, 200*time.Second, 60)}, // expired 140 s ago, < 3 × 60 s
+		{lease: lease("kdag-shard-long", "long", member, 110*time.Second, 60)}, // expired 50 s ago, < 60 s
 		{lease: lease("kdag-shard-renewed", "renewed", member, 80*time.Second, 15)},
 		{lease: lease("kdag-shard-other", "other", map[string]string{kdagv1alpha1.LabelShardMember: "other"}, 80*time.Second, 15)},
 		{lease: lease("kdag-shard-unlabelled", "unlabelled", nil, 80*time.Second, 15)},
@@ -93,8 +93,9 @@ func TestAssigner_DeletesLongExpiredMemberLeases(t *testing.T) {
 	}
 	o.now = func() time.Time { return now }
 	a := &Assigner{writer: env.Client, reader: env.Client, o: o, log: logr.Discard()}
-	// The recently expired Lease is old enough 30 s from now; the live one expires in 300 s.
-	if next := a.pass(t.Context(), cached); next < 30*time.Second || next > 31*time.Second {
-		t.Errorf("the pass looks again in %s, want 30s, when kdag-shard-recent may go", next)
+	// The recently expired Lease is old enough 5 s from now, the long one 10 s from now; the
+	// live one expires in 300 s.
+	if next := a.pass(t.Context(), cached); next < 5*time.Second || next > 6*time.Second {
+		t.Errorf("the pass looks again in %s, want 5s, when kdag-shard-recent may go", next)
 	}
 }
