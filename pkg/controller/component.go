@@ -126,7 +126,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 // the rest on the result as needed; with DefaultNamespaces, also set ctrl.Options.MapperProvider
 // to MapperProvider, or every cached read pays a walk of the API groups. A component whose types
 // are not in scheme is left out (Setup reports it). The owners' revisions (ControllerRevisions
-// kdag records, revision.go) have an entry too: kdag's only.
+// kdag records, revision.go) have an entry too: kdag's only, cached without their data.
 func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options {
 	kdags, err := labels.NewRequirement(kdagv1alpha1.LabelController, selection.Exists, nil)
 	if err != nil {
@@ -159,11 +159,24 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 		}
 	}
 	if _, owned := added[schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}]; !owned && len(components) > 0 {
-		// The owners' revisions (revision.go): kdag's only. They carry their owner's shard label,
-		// so a layer's selector narrows them like the rest.
-		byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags)}
+		// The owners' revisions (revision.go): kdag's only, without their data and managed fields
+		// (the Controller needs their numbers). They carry no shard label (an owner's history
+		// stays whole when it moves), so a shard layer leaves them unnarrowed.
+		byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags),
+			Transform: stripRevisionData}
 	}
 	return cache.Options{ByObject: byObject}
+}
+
+// stripRevisionData is the cache transform of kdag's ControllerRevisions: their data (the
+// recorded spec and changes, the bulk of each) and managed fields go, the rest stays. A
+// non-revision passes unchanged.
+func stripRevisionData(in any) (any, error) {
+	if cr, ok := in.(*appsv1.ControllerRevision); ok {
+		cr.Data = runtime.RawExtension{}
+		cr.ManagedFields = nil
+	}
+	return in, nil
 }
 
 // access is one permission a Controller needs: verb on a resource (and subresource) of group.

@@ -30,7 +30,10 @@ import (
 // ControllerRevision owned by the owner (package revision has the format). A reconcile that
 // wrote nothing records nothing: a settled owner's reconcile still makes no request. The
 // revisions are read from the manager's cache (CacheOptions selects them by kdag's controller
-// label and the shard), so the next number costs no request either.
+// label and strips their data: numbers and pruning need the metadata and the number alone), so
+// the next number costs no request either. Revisions carry no shard label: an owner moved to
+// another shard keeps one numbered history, which the new shard's cache holds from the start,
+// whatever the old shard wrote last.
 
 // revisions remembers the last revision number recorded per owner UID, for a cache that has not
 // seen the last write yet.
@@ -92,12 +95,9 @@ func (c *Controller) writeRevision(ctx context.Context, owner client.Object, cha
 		cr, err := c.createRevision(ctx, owner, rec, nextRevision(existing, c.revisions.lastOf(owner)))
 		if apierrors.IsAlreadyExists(err) {
 			// The cache has not seen a revision written since (by this process before a restart,
-			// or by another shard's replica): ask the API server.
+			// or by the owner's previous shard): ask the API server.
 			if existing, err = c.listRevisions(ctx, c.reader, owner); err != nil {
 				return errors.Wrapf(err, "%s: list its revisions", what)
-			}
-			if err := c.relabelRevisions(ctx, owner, existing); err != nil {
-				return errors.Wrapf(err, "%s: label its revisions with its shard", what)
 			}
 			cr, err = c.createRevision(ctx, owner, rec, nextRevision(existing, c.revisions.lastOf(owner)))
 		}
@@ -132,34 +132,6 @@ func (c *Controller) createRevision(ctx context.Context, owner client.Object, re
 	return cr, c.client.Create(ctx, cr, client.FieldOwner(c.opts.FieldManager))
 }
 
-// relabelRevisions gives each of revs the owner's shard label (kdag.dev/shard, or none) where it
-// has another: an owner moved to another shard left its revisions labelled for the old one, out
-// of the new shard's cache (so neither counted nor pruned there). The first revision the new
-// shard records finds them (its name is taken) and brings them over, one merge patch each.
-func (c *Controller) relabelRevisions(ctx context.Context, owner client.Object, revs []appsv1.ControllerRevision) error {
-	want, owned := owner.GetLabels()[kdagv1alpha1.LabelShard]
-	for i := range revs {
-		cr := &revs[i]
-		got, has := cr.Labels[kdagv1alpha1.LabelShard]
-		if got == want && has == owned {
-			continue
-		}
-		patch := client.MergeFrom(cr.DeepCopy())
-		if owned {
-			if cr.Labels == nil {
-				cr.Labels = map[string]string{}
-			}
-			cr.Labels[kdagv1alpha1.LabelShard] = want
-		} else {
-			delete(cr.Labels, kdagv1alpha1.LabelShard)
-		}
-		if err := c.client.Patch(ctx, cr, patch); err != nil && !apierrors.IsNotFound(err) {
-			return errors.Wrapf(err, "ControllerRevision %s/%s", cr.Namespace, cr.Name)
-		}
-	}
-	return nil
-}
-
 // pruneRevisions deletes the oldest of revs beyond limit, each with a UID precondition.
 func (c *Controller) pruneRevisions(ctx context.Context, revs []appsv1.ControllerRevision, limit int, what string) error {
 	if len(revs) <= limit {
@@ -177,7 +149,8 @@ func (c *Controller) pruneRevisions(ctx context.Context, revs []appsv1.Controlle
 	return nil
 }
 
-// listRevisions returns owner's revisions through r (the cache, or the API server).
+// listRevisions returns owner's revisions through r: the cache (without their data), or the API
+// server.
 func (c *Controller) listRevisions(ctx context.Context, r client.Reader, owner client.Object) ([]appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{

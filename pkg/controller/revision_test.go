@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -195,5 +197,36 @@ func TestRevisions_Bounded(t *testing.T) {
 	f.settle("app")
 	if n := len(f.revisionsOf("app")); n != 0 {
 		t.Errorf("revisions with limit 0: %d, want none", n)
+	}
+}
+
+// TestCacheOptions_RevisionsWithoutData: the manager's cache holds kdag's revisions without
+// their data and managed fields (the Controller reads their numbers; the data is the bulk of
+// each), and leaves every other kind's objects whole.
+func TestCacheOptions_RevisionsWithoutData(t *testing.T) {
+	opts := CacheOptions(SharedScheme, For("widgets", revisionRM()))
+	var by *cache.ByObject
+	for obj, b := range opts.ByObject {
+		if _, ok := obj.(*appsv1.ControllerRevision); ok {
+			by = &b
+		}
+	}
+	if by == nil || by.Transform == nil {
+		t.Fatalf("CacheOptions: ControllerRevision entry %+v, want one with a transform", by)
+	}
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kdag"}}
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "widget-w-3", ManagedFields: managed},
+		Revision: 3, Data: runtime.RawExtension{Raw: []byte(`{"spec":{"data":{"a":"b"}}}`)}}
+	got, err := by.Transform(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := got.(*appsv1.ControllerRevision); out.Data.Raw != nil || out.ManagedFields != nil || out.Revision != 3 || out.Name != "widget-w-3" {
+		t.Errorf("cached revision: data %q, managed fields %v, revision %d, name %q; want no data, no managed fields, revision 3, its name",
+			out.Data.Raw, out.ManagedFields, out.Revision, out.Name)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed}, Data: map[string]string{"a": "b"}}
+	if got, err := by.Transform(cm); err != nil || got.(*corev1.ConfigMap).Data["a"] != "b" || got.(*corev1.ConfigMap).ManagedFields == nil {
+		t.Errorf("a ConfigMap through the revisions' transform: %v, %v; want it unchanged", got, err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/revision"
 	"github.com/kdag-dev/kdag/pkg/shard"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/running"
@@ -38,7 +39,8 @@ import (
 
 // TestCacheOptions_SelectsShard: a manager's cache holds its shard's owners, child owners and
 // objects (kdag.dev/shard=NAME), an unsharded manager's those without the label; owned types
-// keep their kdag.dev/controller selection besides.
+// keep their kdag.dev/controller selection besides. The owners' revisions are kdag's whatever
+// the shard: they carry no shard label.
 func TestCacheOptions_SelectsShard(t *testing.T) {
 	for _, tc := range []struct {
 		shard, want string
@@ -57,11 +59,13 @@ func TestCacheOptions_SelectsShard(t *testing.T) {
 			for _, c := range []struct {
 				obj        client.Object
 				controller bool // selected by kdag.dev/controller too
+				unsharded  bool // not narrowed to the shard
 			}{
-				{&corev1.ConfigMap{}, true},
-				{&appsv1.Deployment{}, true},
-				{&testapi.Widget{}, false},
-				{&corev1.Service{}, false},
+				{obj: &corev1.ConfigMap{}, controller: true},
+				{obj: &appsv1.Deployment{}, controller: true},
+				{obj: &testapi.Widget{}},
+				{obj: &corev1.Service{}},
+				{obj: &appsv1.ControllerRevision{}, controller: true, unsharded: true},
 			} {
 				var sel labels.Selector
 				for o, by := range opts.ByObject {
@@ -73,8 +77,8 @@ func TestCacheOptions_SelectsShard(t *testing.T) {
 					t.Errorf("%T: no label selector, want %s", c.obj, tc.want)
 					continue
 				}
-				if !selects(sel, tc.want) {
-					t.Errorf("%T: selector %q lacks %s", c.obj, sel, tc.want)
+				if got := selects(sel, tc.want); got == c.unsharded {
+					t.Errorf("%T: selector %q has %s: %v, want %v", c.obj, sel, tc.want, got, !c.unsharded)
 				}
 				if got := selects(sel, kdagv1alpha1.LabelController+" exists"); got != c.controller {
 					t.Errorf("%T: selector %q selects kdag.dev/controller: %v, want %v", c.obj, sel, got, c.controller)
@@ -307,7 +311,10 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 		{"a to unsharded", "down", "a", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner}}
+			// One revision kept: the move must number on from the old shard's last one and prune
+			// it, although the first is long gone.
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner,
+				Annotations: map[string]string{revision.AnnotationHistoryLimit: "1"}}}
 			if tc.from != "" {
 				w.Labels = map[string]string{kdagv1alpha1.LabelShard: tc.from}
 			}
@@ -315,6 +322,14 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.from])
+			// A ConfigMap deleted by someone: kdag creates it again and records revision 2, and
+			// prunes revision 1 (the history limit): the new shard must not number from 1 again.
+			if err := controller.SharedEnv().Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner + "-config"}}); err != nil {
+				t.Fatal(err)
+			}
+			poll.True(t, "revision 2 or later of Widget "+tc.owner+", the first pruned", controller.WaitTimeout, func(context.Context) bool {
+				return lastRevision(t, ns, w) >= 2
+			})
 			uids, passwords := map[string]types.UID{}, map[string]string{}
 			for _, obj := range append(shardObjects(tc.owner), w) {
 				obj.SetNamespace(ns)
@@ -342,6 +357,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
+			last := lastRevision(t, ns, w)
 			patch := client.MergeFrom(w.DeepCopy())
 			lbls := maps.Clone(w.Labels)
 			if lbls == nil {
@@ -357,13 +373,11 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
-			if tc.to != "" {
-				// The owner's revisions (written by its first deploy, labelled with its old shard)
-				// follow it, though the move changes no spec: no object keeps the old shard's label.
-				poll.Until(t, "the revisions of Widget "+tc.owner+" in shard "+tc.to, controller.WaitTimeout, func(ctx context.Context) string {
-					return revisionsOutside(ctx, ns, w, tc.to)
-				})
-			}
+			// The move's writes (the objects relabelled) are revision last+1 or later, recorded by
+			// the new shard, which sees and prunes the old shard's revisions: one history.
+			poll.Until(t, "the revisions of Widget "+tc.owner+" numbered on in shard "+tc.to, controller.WaitTimeout, func(ctx context.Context) string {
+				return revisionsAfter(ctx, ns, w, last, 1)
+			})
 
 			for _, obj := range append(shardObjects(tc.owner), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: tc.owner}}) {
 				obj.SetNamespace(ns)
@@ -424,13 +438,10 @@ func TestShards_HandOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
-			if tc.to != "" {
-				// The owner's revisions (written by its first deploy, labelled with its old shard)
-				// follow it, though the move changes no spec: no object keeps the old shard's label.
-				poll.Until(t, "the revisions of Widget "+tc.owner+" in shard "+tc.to, controller.WaitTimeout, func(ctx context.Context) string {
-					return revisionsOutside(ctx, ns, w, tc.to)
-				})
-			}
+			// The owner's revisions carry no shard label, whichever shard recorded them.
+			poll.Until(t, "the revisions of Widget "+tc.owner, controller.WaitTimeout, func(ctx context.Context) string {
+				return revisionsAfter(ctx, ns, w, 0, revision.DefaultHistoryLimit)
+			})
 			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
@@ -582,21 +593,41 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 	})
 }
 
-// revisionsOutside returns "" when owner has revisions and each carries the shard label shard,
-// else what is wrong.
-func revisionsOutside(ctx context.Context, ns string, owner client.Object, shard string) string {
+// revisionsAfter returns "" when owner has at most limit revisions, none labelled with a shard,
+// and the newest numbered after last; else what is wrong.
+func revisionsAfter(ctx context.Context, ns string, owner client.Object, last int64, limit int) string {
 	list := &appsv1.ControllerRevisionList{}
 	if err := controller.SharedEnv().Client.List(ctx, list, client.InNamespace(ns),
 		client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}); err != nil {
 		return err.Error()
 	}
-	if len(list.Items) == 0 {
-		return "no revisions"
-	}
+	var newest int64
 	for _, cr := range list.Items {
-		if got := cr.Labels[kdagv1alpha1.LabelShard]; got != shard {
-			return fmt.Sprintf("ControllerRevision %s has shard label %q", cr.Name, got)
+		if got, ok := cr.Labels[kdagv1alpha1.LabelShard]; ok {
+			return fmt.Sprintf("ControllerRevision %s has shard label %q, want none", cr.Name, got)
 		}
+		newest = max(newest, cr.Revision)
+	}
+	switch {
+	case newest <= last:
+		return fmt.Sprintf("the newest revision is %d, want one after %d (%d revisions)", newest, last, len(list.Items))
+	case len(list.Items) > limit:
+		return fmt.Sprintf("%d revisions, want at most %d (the history limit)", len(list.Items), limit)
 	}
 	return ""
+}
+
+// lastRevision returns the number of owner's newest revision (0 when it has none).
+func lastRevision(t *testing.T, ns string, owner client.Object) int64 {
+	t.Helper()
+	list := &appsv1.ControllerRevisionList{}
+	if err := controller.SharedEnv().Client.List(t.Context(), list, client.InNamespace(ns),
+		client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, cr := range list.Items {
+		n = max(n, cr.Revision)
+	}
+	return n
 }

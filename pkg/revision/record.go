@@ -170,19 +170,16 @@ func Name(kind, name string, n int64) string {
 }
 
 // Labels returns the labels of a revision of owner (of kind) that controller records: kdag's
-// controller and owner UID labels, LabelRevisionKind, the managed-by label, and the owner's shard
-// label when it has one (so that the shard's label-selected cache holds it).
+// controller and owner UID labels, LabelRevisionKind and the managed-by label. Never the owner's
+// shard label: an owner that moves to another shard keeps one history, which every replica's
+// cache holds (without the data), so that the next number and the pruning see all of it.
 func Labels(owner client.Object, kind, controller string) map[string]string {
-	l := map[string]string{
+	return map[string]string{
 		kdagv1alpha1.LabelManagedBy:  "kdag",
 		kdagv1alpha1.LabelController: controller,
 		kdagv1alpha1.LabelOwnerUID:   string(owner.GetUID()),
 		LabelRevisionKind:            strings.ToLower(kind),
 	}
-	if shard, ok := owner.GetLabels()[kdagv1alpha1.LabelShard]; ok {
-		l[kdagv1alpha1.LabelShard] = shard
-	}
-	return l
 }
 
 // Encode returns the ControllerRevision data of rec, in canonical JSON: compact, with the keys of

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -77,7 +78,9 @@ func Requirement(shard string) (labels.Requirement, error) {
 // selector narrowed to shard's objects (Requirement), so that the manager's cache, and so its
 // memory, holds its shard's owners and the objects kdag applied for them, not the others'. The
 // types opts has no entry for are not narrowed: controller.CacheOptions gives every owner type
-// and owned type one. It returns an error when shard is not valid. opts is not changed.
+// and owned type one. ControllerRevisions are not narrowed either: kdag records an owner's
+// revisions without a shard label, so that its history stays whole when it moves (every replica
+// caches their metadata). It returns an error when shard is not valid. opts is not changed.
 func SelectCache(opts cache.Options, shard string) (cache.Options, error) {
 	req, err := Requirement(shard)
 	if err != nil {
@@ -85,6 +88,10 @@ func SelectCache(opts cache.Options, shard string) (cache.Options, error) {
 	}
 	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject))
 	for obj, by := range opts.ByObject {
+		if _, revisions := obj.(*appsv1.ControllerRevision); revisions {
+			byObject[obj] = by
+			continue
+		}
 		sel := by.Label
 		if sel == nil {
 			sel = labels.Everything()
