@@ -469,6 +469,8 @@ func deadLabels(ctx context.Context, ns string, live []string) string {
 	lists := map[string]client.ObjectList{
 		"Valkey": &giteav1alpha1.ValkeyList{}, "ConfigMap": &corev1.ConfigMapList{},
 		"Service": &corev1.ServiceList{}, "Deployment": &appsv1.DeploymentList{},
+		// The owners' revisions carry no shard label at all (one history across moves).
+		"ControllerRevision": &appsv1.ControllerRevisionList{},
 	}
 	var bad []string
 	for _, kind := range slices.Sorted(maps.Keys(lists)) {
