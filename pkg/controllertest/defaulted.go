@@ -32,33 +32,31 @@ import (
 //	owner := controllertest.Defaulted(t, api, &v1alpha1.Valkey{ObjectMeta: metav1.ObjectMeta{Name: "demo"}})
 func Defaulted[T client.Object](t testing.TB, api *APIServer, obj T) T {
 	t.Helper()
-	out, err := api.defaulted(obj)
-	if err != nil {
+	out := obj.DeepCopyObject().(T)
+	if err := api.Default(out); err != nil {
 		t.Fatalf("controllertest: default %T %s: %v", obj, obj.GetName(), err)
 	}
-	return out.(T)
+	return out
 }
 
-// defaulted is Defaulted's work.
-func (a *APIServer) defaulted(obj client.Object) (client.Object, error) {
+// Default fills in obj's defaults in place, as Defaulted does. It returns an error when obj's
+// type is not in api's scheme, no CRD of api serves its kind and version, or the CRD's schema
+// is not structural.
+func (a *APIServer) Default(obj client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, a.opts.Scheme)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s, err := a.structuralSchema(gvk)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	structuraldefaulting.Default(content, s)
-	out := obj.DeepCopyObject().(client.Object)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
-		return nil, errors.Wrap(err, "read back the defaulted object")
-	}
-	return out, nil
+	return errors.Wrap(runtime.DefaultUnstructuredConverter.FromUnstructured(content, obj), "read back the defaulted object")
 }
 
 // structuralSchema returns the structural schema of gvk's version in api's CRDs.
