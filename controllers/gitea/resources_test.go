@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -27,42 +26,11 @@ func init() {
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
 }
 
-// defaulted returns the Gitea demo in namespace default with every field the CRD defaults, as
-// the API server stores `spec: {}`, changed by mods.
+// defaulted returns the Gitea a Gitea demo creates, as the API server defaults it from the
+// CRD (controllertest.Defaulted), changed by mods.
 func defaulted(mods ...func(*giteav1alpha1.Gitea)) *giteav1alpha1.Gitea {
-	requests := func(cpu, memory string) corev1.ResourceRequirements {
-		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-		}}
-	}
-	g := &giteav1alpha1.Gitea{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo", UID: "00000000-0000-0000-0000-000000000001"},
-		Spec: giteav1alpha1.GiteaSpec{
-			Version:   giteav1alpha1.DefaultGiteaVersion,
-			Image:     giteav1alpha1.DefaultGiteaImage,
-			Replicas:  1,
-			Resources: requests("100m", "256Mi"),
-			Storage: giteav1alpha1.ServerStorageSpec{
-				StorageSpec: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
-				AccessMode:  corev1.ReadWriteOnce,
-			},
-			Database: giteav1alpha1.DatabaseSpec{
-				Type: giteav1alpha1.DatabaseManaged,
-				Managed: &giteav1alpha1.ManagedDatabaseSpec{
-					Version:   giteav1alpha1.DefaultPostgreSQLVersion,
-					Image:     giteav1alpha1.DefaultPostgreSQLImage,
-					Storage:   giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
-					Resources: requests("100m", "256Mi"),
-				},
-			},
-			Cache: giteav1alpha1.CacheSpec{
-				Enabled:   ptr.To(true),
-				Version:   giteav1alpha1.DefaultValkeyVersion,
-				Image:     giteav1alpha1.DefaultValkeyImage,
-				Resources: requests("50m", "64Mi"),
-			},
-		},
-	}
+	g := &giteav1alpha1.Gitea{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo", UID: "00000000-0000-0000-0000-000000000001"}}
+	utilruntime.Must(api.Default(g))
 	for _, mod := range mods {
 		mod(g)
 	}

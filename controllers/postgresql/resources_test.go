@@ -30,24 +30,11 @@ func init() {
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
 }
 
-// defaulted returns the PostgreSQL a Gitea demo creates, with the fields the CRD defaults
-// filled, changed by mods.
+// defaulted returns the PostgreSQL a Gitea demo creates, as the API server defaults it from
+// the CRD (controllertest.Defaulted), changed by mods.
 func defaulted(mods ...func(*giteav1alpha1.PostgreSQL)) *giteav1alpha1.PostgreSQL {
-	pg := &giteav1alpha1.PostgreSQL{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-postgresql", UID: "00000000-0000-0000-0000-000000000003"},
-		Spec: giteav1alpha1.PostgreSQLSpec{
-			ManagedDatabaseSpec: giteav1alpha1.ManagedDatabaseSpec{
-				Version: giteav1alpha1.DefaultPostgreSQLVersion,
-				Image:   giteav1alpha1.DefaultPostgreSQLImage,
-				Storage: giteav1alpha1.StorageSpec{Size: resource.MustParse(giteav1alpha1.DefaultStorageSize), DeletionPolicy: giteav1alpha1.StorageRetain},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
-				}},
-			},
-			Database: giteav1alpha1.DefaultDatabaseName,
-			User:     giteav1alpha1.DefaultDatabaseUser,
-		},
-	}
+	pg := &giteav1alpha1.PostgreSQL{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-postgresql", UID: "00000000-0000-0000-0000-000000000003"}}
+	utilruntime.Must(api.Default(pg))
 	for _, mod := range mods {
 		mod(pg)
 	}

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -29,19 +28,11 @@ func init() {
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
 }
 
-// defaulted returns the Valkey a Gitea demo creates, with the fields the CRD defaults filled,
-// changed by mods.
+// defaulted returns the Valkey a Gitea demo creates, as the API server defaults it from the
+// CRD (controllertest.Defaulted), changed by mods.
 func defaulted(mods ...func(*giteav1alpha1.Valkey)) *giteav1alpha1.Valkey {
-	v := &giteav1alpha1.Valkey{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-valkey", UID: "00000000-0000-0000-0000-000000000004"},
-		Spec: giteav1alpha1.ValkeySpec{
-			Version: giteav1alpha1.DefaultValkeyVersion,
-			Image:   giteav1alpha1.DefaultValkeyImage,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-			}},
-		},
-	}
+	v := &giteav1alpha1.Valkey{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-valkey", UID: "00000000-0000-0000-0000-000000000004"}}
+	utilruntime.Must(api.Default(v))
 	for _, mod := range mods {
 		mod(v)
 	}

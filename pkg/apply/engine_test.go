@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/resources/schemas"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -38,17 +38,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	before := goleak.IgnoreCurrent()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
-	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
-	if code == 0 {
-		if err := goleak.Find(before); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	}))
 }
 
 const fieldManager = "kdag-apply-test"

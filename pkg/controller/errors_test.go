@@ -137,7 +137,7 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 			name: "API server answers 500 to the apply",
 			rm:   func(*atomic.Int32) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
 			inject: func(f *fixture, _ *atomic.Int32) {
-				f.calls.failNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
+				f.calls.FailNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
 			},
 		},
 		{
@@ -149,7 +149,7 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 				st := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "app", field.ErrorList{field.Invalid(
 					field.NewPath("spec", "clusterIPs"), []string{""},
 					"failed to allocate IP: rpc error: code = Unavailable desc = error reading from server: EOF")}).ErrStatus
-				f.calls.failNextWithStatus("PATCH", "/api/v1/namespaces/"+f.ns+"/services/app", 1, st)
+				f.calls.FailNextWithStatus("PATCH", "/api/v1/namespaces/"+f.ns+"/services/app", 1, st)
 			},
 			failed: "Service app",
 		},

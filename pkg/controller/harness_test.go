@@ -3,20 +3,16 @@ package controller
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -40,6 +36,8 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/faults"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/running"
@@ -52,91 +50,30 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	before := goleak.IgnoreCurrent()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	if os.Getenv(scaleHelperEnv) != "" {
 		os.Exit(runScaleHelper()) // this process is BenchmarkScale's manager or raw writer
 	}
-	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
-	if code == 0 {
-		if err := goleak.Find(before); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	}))
 }
 
-// calls records the HTTP requests a manager makes (requests.Recorder) and injects faults into
-// them. Watches and the informers' initial lists are not counted once the test resets the
+// calls records the HTTP requests a manager makes (requests.Recorder) and injects the faults a
+// test scripts into them (faults.Script: FailNext, FailNextWith, FailNextWithStatus, AfterNext,
+// Clear). Watches and the informers' initial lists are not counted once the test resets the
 // recorder. Events are written asynchronously by the recorder's broadcaster, so they are kept
-// apart from the writes a reconcile makes itself. A write the server refuses with 409 Conflict
+// apart from the writes a reconcile makes itself. A write the server refused with 409 Conflict
 // changed nothing: it is counted as refused, not as a write.
 type calls struct {
 	requests.Recorder
-	mu     sync.Mutex // guards faults
-	faults []*fault
+	faults.Script
 }
 
-// fault makes the next remaining requests with method and path fail with HTTP code (500 when
-// 0) and reason, or, when after is set, lets them through and runs after once each response is
-// back (to change the cluster between two requests of a reconcile).
-type fault struct {
-	method, path string
-	remaining    int
-	code         int
-	reason       metav1.StatusReason
-	status       *metav1.Status // the whole answer, when set (code and reason unused)
-	after        func()
-}
-
-// failNext makes the next n requests with method and path fail with HTTP 500 (InternalError).
-func (c *calls) failNext(method, path string, n int) {
-	c.failNextWith(method, path, n, http.StatusInternalServerError, metav1.StatusReasonInternalError)
-}
-
-// failNextWith makes the next n requests with method and path fail with code and reason.
-func (c *calls) failNextWith(method, path string, n, code int, reason metav1.StatusReason) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n, code: code, reason: reason})
-}
-
-// failNextWithStatus makes the next n requests with method and path fail with st, as the API
-// server would write it (its code, reason, message and causes).
-func (c *calls) failNextWithStatus(method, path string, n int, st metav1.Status) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = append(c.faults, &fault{method: method, path: path, remaining: n, code: int(st.Code), status: &st})
-}
-
-// afterNext runs fn once the response to the next request with method and path is back, before
-// the caller sees it.
-func (c *calls) afterNext(method, path string, fn func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = append(c.faults, &fault{method: method, path: path, remaining: 1, after: fn})
-}
-
-// clearFaults drops the faults not used up yet.
-func (c *calls) clearFaults() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = nil
-}
-
-// takeFault returns the fault req meets, counting req against it, or nil.
-func (c *calls) takeFault(req *http.Request) *fault {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, f := range c.faults {
-		if f.remaining > 0 && f.method == req.Method && f.path == req.URL.Path {
-			f.remaining--
-			return f
-		}
-	}
-	return nil
+// wrap records the requests of next, the scripted faults injected first.
+func (c *calls) wrap(next http.RoundTripper) http.RoundTripper {
+	return c.Recorder.Wrap(c.Script.Wrap(next))
 }
 
 // split sorts the requests recorded since the last reset, each as "VERB path", watches left out:
@@ -161,47 +98,6 @@ func (c *calls) split() (writes, reads, events, refused []string) {
 func (c *calls) snapshot() (writes, reads []string) {
 	writes, reads, _, _ = c.split()
 	return writes, reads
-}
-
-type roundTripper struct {
-	next  http.RoundTripper
-	calls *calls
-}
-
-func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if f := rt.calls.takeFault(req); f != nil && f.after != nil {
-		resp, err := rt.next.RoundTrip(req)
-		rt.calls.Record(req, resp)
-		f.after()
-		return resp, err
-	} else if f != nil {
-		rt.calls.Record(req, nil)
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
-			`"message":"injected fault","reason":%q,"code":%d}`, f.reason, f.code)
-		if f.status != nil {
-			st := *f.status
-			st.Kind, st.APIVersion, st.Status = "Status", "v1", metav1.StatusFailure
-			raw, err := json.Marshal(st)
-			if err != nil {
-				panic(err)
-			}
-			body = string(raw)
-		}
-		return &http.Response{
-			StatusCode: f.code, Status: fmt.Sprintf("%d %s", f.code, http.StatusText(f.code)),
-			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:        http.Header{"Content-Type": {"application/json"}},
-			Body:          io.NopCloser(strings.NewReader(body)),
-			ContentLength: int64(len(body)),
-			Request:       req,
-		}, nil
-	}
-	resp, err := rt.next.RoundTrip(req)
-	rt.calls.Record(req, resp)
-	return resp, err
 }
 
 // fixture is a started manager with one kdag Controller that is not registered for watches:
@@ -253,7 +149,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 	if fc.config != nil {
 		cfg = rest.CopyConfig(fc.config)
 	}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return roundTripper{next: rt, calls: f.calls} }
+	cfg.Wrap(f.calls.wrap)
 	var syncPeriod *time.Duration
 	if fc.syncPeriod > 0 {
 		syncPeriod = ptr.To(fc.syncPeriod)

@@ -48,7 +48,7 @@ func TestPrune_FailedDeleteMakesOwnerNotReady(t *testing.T) {
 			f.settle("app")
 
 			path := "/api/v1/namespaces/" + f.ns + "/configmaps/extra-b"
-			f.calls.failNextWith("DELETE", path, 100, tc.code, tc.reason)
+			f.calls.FailNextWith("DELETE", path, 100, tc.code, tc.reason)
 			f.updateWidget("app", func(w *testapi.Widget) { w.Spec.Components = []string{"a"} })
 			err := f.reconcile("app")
 			if err == nil || isTerminalErr(err) {
@@ -78,7 +78,7 @@ func TestPrune_FailedDeleteMakesOwnerNotReady(t *testing.T) {
 				t.Errorf("PruneFailed event note %q does not name %s", ev.Note, bID)
 			}
 
-			f.calls.clearFaults()
+			f.calls.Clear()
 			f.settle("app")
 			if !f.notFound(&corev1.ConfigMap{}, "extra-b") {
 				t.Error("extra-b still exists once its delete is allowed")
@@ -142,7 +142,7 @@ func TestDrift_FailedRepairIsNotReportedAsRepaired(t *testing.T) {
 	f.foreignUpdate(&corev1.ConfigMap{}, "app-config", func(o client.Object) {
 		o.(*corev1.ConfigMap).Data["k"] = "theirs"
 	})
-	f.calls.failNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
+	f.calls.FailNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
 	if err := f.reconcile("app"); err == nil {
 		t.Fatal("reconcile whose repair was refused: no error")
 	}
@@ -335,8 +335,8 @@ func TestCreate_FallbackIsConditional(t *testing.T) {
 	theirs := map[string]string{"k": "theirs"}
 	// The first conditional apply answers 409 as if an object existed; the read that follows
 	// finds none, and right after it someone creates the ConfigMap.
-	f.calls.failNextWith("PATCH", path, 1, http.StatusConflict, metav1.StatusReasonConflict)
-	f.calls.afterNext("GET", path, func() {
+	f.calls.FailNextWith("PATCH", path, 1, http.StatusConflict, metav1.StatusReasonConflict)
+	f.calls.AfterNext("GET", path, func() {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-config"}, Data: theirs}
 		if err := f.cl.Create(context.Background(), cm, client.FieldOwner("someone")); err != nil {
 			t.Errorf("create the newcomer: %v", err)

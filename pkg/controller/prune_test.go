@@ -70,7 +70,7 @@ func TestPrune_NotWhileANodeFails(t *testing.T) {
 	f.settle("app")
 
 	// The ConfigMap node fails (500 on its apply) in the reconcile that would prune extra-b.
-	f.calls.failNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
+	f.calls.FailNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
 	f.updateWidget("app", func(w *testapi.Widget) {
 		w.Spec.Components = []string{"a"}
 		w.Spec.Data = map[string]string{"k": "changed"} // makes the ConfigMap node apply

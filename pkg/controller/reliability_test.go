@@ -19,7 +19,7 @@ import (
 func TestReconcile_StatusWriteFailureReportedInEvent(t *testing.T) {
 	f := newFixture(t, widgetRM{readyDeployment: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
-	f.calls.failNext("PATCH", "/apis/testing.kdag.dev/v1alpha1/namespaces/"+f.ns+"/widgets/app/status", 1)
+	f.calls.FailNext("PATCH", "/apis/testing.kdag.dev/v1alpha1/namespaces/"+f.ns+"/widgets/app/status", 1)
 
 	err := f.reconcile("app")
 	if err == nil || !strings.Contains(err.Error(), "write status") {

@@ -189,7 +189,7 @@ func TestTeardown_FailedDeleteIsReturnedAndRetried(t *testing.T) {
 	f.settle("app")
 
 	deploy := "/apis/apps/v1/namespaces/" + f.ns + "/deployments/app"
-	f.calls.failNext("DELETE", deploy, 1)
+	f.calls.FailNext("DELETE", deploy, 1)
 	errs, deletes := f.deleteAndFinalize("app", nil)
 	// Nothing else would wake the owner: a failed DELETE produces no watch event, so the
 	// reconcile must fail to be retried with backoff.

@@ -6,11 +6,13 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
 // APIServer is the real kube-apiserver (and etcd) a test package's harnesses share: started the
@@ -55,18 +57,22 @@ func (a *APIServer) Env(t testing.TB) *envtest.Environment {
 	return a.env
 }
 
-// Main runs the package's tests and stops the API server if a test started it. Call it from
-// TestMain: when the tests fail, TestMain returns and the test binary exits with their code; when
-// they pass but the API server does not stop, Main exits with 1.
-func (a *APIServer) Main(m *testing.M) {
-	code := m.Run()
-	if a.env == nil {
-		return
-	}
-	if err := a.env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "controllertest:", err)
-		if code == 0 {
-			os.Exit(1)
+// Main runs the package's tests, stops the API server if a test started it, checks that no
+// goroutine the tests started is still running (leak.Check, with opts for known leaks of a
+// library) and exits: with the tests' code when they fail, 1 when the API server does not stop
+// or a goroutine leaked, 0 otherwise. Call it from TestMain.
+func (a *APIServer) Main(m *testing.M, opts ...goleak.Option) {
+	os.Exit(leak.Check(func() int {
+		code := m.Run()
+		if a.env == nil {
+			return code
 		}
-	}
+		if err := a.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "controllertest:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+		return code
+	}, opts...))
 }

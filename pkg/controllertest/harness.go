@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,16 +25,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/testing/faults"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 )
@@ -52,6 +51,9 @@ type Harness struct {
 	Namespace string
 	// Client reads and writes the API server directly (no cache), as a cluster admin.
 	Client client.Client
+	// Faults injects scripted faults into the requests of the harness's managers: the next
+	// PATCH of an object fails, say (Faults.FailNext).
+	Faults *faults.Script
 
 	t          testing.TB
 	scheme     *runtime.Scheme
@@ -66,6 +68,8 @@ type Harness struct {
 	// layer, with shards, makes each manager its shard's.
 	layer    *ShardLayer
 	requests *requests.Recorder
+	// log is where the harness's managers log; a failing test shows its tail.
+	log *ManagerLog
 
 	mu      sync.Mutex
 	deleted map[types.UID]bool // objects deleted with Delete
@@ -96,37 +100,28 @@ func newHarness(t testing.TB, api *APIServer, components []controller.Component)
 	return &Harness{
 		Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, config: env.Config,
 		components: components, requests: &requests.Recorder{}, deleted: map[types.UID]bool{},
+		Faults: &faults.Script{}, log: NewManagerLog(t),
 	}
 }
 
 // managerRun is one manager of a harness, started by startManager.
 type managerRun struct {
+	*Manager
 	// registry holds the manager's kdag metrics.
 	registry *prometheus.Registry
-	cancel   context.CancelFunc
-	done     chan struct{}
-	err      error // Start's, once done is closed
 }
 
 // stop cancels the manager, waits until Start has returned and returns its error. It is safe to
 // call more than once.
-func (m *managerRun) stop() error {
-	m.cancel()
-	<-m.done
-	return m.err
-}
+func (m *managerRun) stop() error { return m.Stop() }
 
 // startManager starts a manager for the harness's components (new ones of shard from fresh, when
-// set), its requests recorded (Writes) and then passed through wraps (outermost last), and
-// returns once its cache has synced. ctx bounds the start-up RBAC check and the wait for the
-// cache, not the manager, which runs until stop. It returns an error when the manager cannot be
-// made, the components cannot be set up, or the cache does not sync; the manager is stopped then.
+// set), its requests passed through the harness's scripted faults (Faults), recorded (Writes)
+// and then passed through wraps (outermost last), logging to the harness's log, and returns once
+// its cache has synced. ctx bounds the start-up RBAC check and the wait for the cache, not the
+// manager, which runs until stop. It returns an error when the manager cannot be made, the
+// components cannot be set up, or the cache does not sync; the manager is stopped then.
 func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(http.RoundTripper) http.RoundTripper) (*managerRun, error) {
-	cfg := rest.CopyConfig(h.config)
-	cfg.Wrap(h.requests.Wrap)
-	for _, w := range wraps {
-		cfg.Wrap(w)
-	}
 	components := h.components
 	if h.fresh != nil {
 		components = h.fresh(shard)
@@ -139,16 +134,13 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 			return nil, errors.Wrapf(err, "the cache of shard %q", shard)
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:         h.scheme,
-		Metrics:        metricsserver.Options{BindAddress: "0"},
-		Cache:          cacheOpts,
-		MapperProvider: controller.MapperProvider,
-		// Tests start many managers in one process; controller names repeat between them.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mopts := ManagerOptions{
+		Wraps: append([]func(http.RoundTripper) http.RoundTripper{h.Faults.Wrap, h.requests.Wrap}, wraps...),
+		Log:   h.log,
+	}
+	mgr, err := newManager(h.config, h.scheme, cacheOpts, mopts)
 	if err != nil {
-		return nil, errors.Wrapf(err, "new manager for namespace %s", h.Namespace)
+		return nil, errors.Wrapf(err, "namespace %s", h.Namespace)
 	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)
@@ -162,12 +154,7 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 	if err := controller.Setup(ctx, mgr, components, opts...); err != nil {
 		return nil, errors.Wrapf(err, "set up components in namespace %s", h.Namespace)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	run := &managerRun{registry: reg, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(run.done)
-		run.err = mgr.Start(runCtx)
-	}()
+	run := &managerRun{Manager: runManager(mgr, h.log), registry: reg}
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		err := run.stop()
 		return nil, errors.Errorf("the cache of the manager for namespace %s did not sync (start: %v)", h.Namespace, err)
@@ -275,6 +262,55 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 	})
 	h.Get(owner)
 	return found
+}
+
+// WaitApplied waits until kdag has applied owner's current generation: the owner's
+// status.observedGeneration equals its metadata.generation and the graph of that reconcile
+// has no failed, blocked or canceled node (every node was applied; some may still be waiting
+// to become ready). Then it reads owner back. Wait for it after changing an owner's spec and
+// before marking its new workloads ready (MarkReady): a workload marked ready before kdag
+// applied the change would be marked for the old spec. It fails t after Timeout with the
+// owner's Ready and Stalled conditions.
+func (h *Harness) WaitApplied(owner client.Object) {
+	h.t.Helper()
+	gvk, err := apiutil.GVKForObject(owner, h.scheme)
+	if err != nil {
+		h.t.Fatalf("controllertest: %T is not in the scheme: %v", owner, err)
+	}
+	if owner.GetNamespace() == "" {
+		owner.SetNamespace(h.Namespace)
+	}
+	what := fmt.Sprintf("controllertest: kdag applied %s", h.describe(owner))
+	poll.Until(h.t, what, Timeout, func(ctx context.Context) string {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := h.Client.Get(ctx, client.ObjectKeyFromObject(owner), u); err != nil {
+			return err.Error()
+		}
+		return notApplied(u)
+	})
+	h.Get(owner)
+}
+
+// notApplied says why u's status does not show its generation applied, or "" when it does.
+func notApplied(u *unstructured.Unstructured) string {
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if observed != u.GetGeneration() {
+		return fmt.Sprintf("status.observedGeneration %d, generation %d; %s", observed, u.GetGeneration(), describeConditions(conditionsOf(u)))
+	}
+	graph, found, _ := unstructured.NestedMap(u.Object, "status", "graph")
+	if !found {
+		return "no status.graph yet; " + describeConditions(conditionsOf(u))
+	}
+	var summary kdagv1alpha1.GraphSummary
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(graph, &summary); err != nil {
+		return "status.graph: " + err.Error()
+	}
+	if n := summary.Failed + summary.Blocked + summary.Canceled; n > 0 {
+		return fmt.Sprintf("%d of %d nodes not applied (failed %d, blocked %d, canceled %d); %s",
+			n, summary.Total, summary.Failed, summary.Blocked, summary.Canceled, describeConditions(conditionsOf(u)))
+	}
+	return ""
 }
 
 // WaitExists waits until obj (selected by name, and namespace or the harness's) exists, reads
@@ -544,8 +580,8 @@ func RunCases(t *testing.T, api *APIServer, cases []Case, components ...controll
 			writes := h.Writes()
 			slices.Sort(writes)
 			writes = slices.Compact(writes)
-			if !slices.Equal(writes, tc.Writes) {
-				t.Errorf("writes:\n\t%s\nwant:\n\t%s", strings.Join(writes, "\n\t"), strings.Join(tc.Writes, "\n\t"))
+			if diff := cmp.Diff(tc.Writes, writes); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
 			}
 		})
 	}

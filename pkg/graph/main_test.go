@@ -1,11 +1,12 @@
 package graph_test
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	os.Exit(leak.Check(m.Run))
 }

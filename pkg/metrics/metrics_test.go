@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -8,12 +9,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/goleak"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	os.Exit(leak.Check(m.Run))
 }
 
 func TestCounters(t *testing.T) {

@@ -1,10 +1,11 @@
 package resources
 
 import (
+	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
 // The package's tests are pure: no API server (those are in internal/apiserver).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { os.Exit(leak.Check(m.Run)) }

@@ -13,7 +13,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
-	"go.uber.org/goleak"
+
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
 func TestMain(m *testing.M) {
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 	otel.SetTracerProvider(noop.NewTracerProvider())
 
 	// Export to a real Jaeger is tested in test/e2e/observability (TestTraceExport_OTLPProtocols).
-	goleak.VerifyTestMain(m)
+	os.Exit(leak.Check(m.Run))
 }
 
 // otelEnv are the variables these tests depend on; any other OTEL_* variable of the environment is

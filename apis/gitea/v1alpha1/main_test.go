@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
 // The generated CRDs and the samples, relative to this package.
@@ -34,20 +34,12 @@ const (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	// Goroutines that exist before the environment starts are not the environment's.
-	before := goleak.IgnoreCurrent()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	code := envtest.Main(m, &env, envtest.Options{CRDDirectoryPaths: []string{crdDir}, Scheme: scheme})
-	if code == 0 {
-		// The API server is gone: nothing the environment started may still be running.
-		if err := goleak.Find(before); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDDirectoryPaths: []string{crdDir}, Scheme: scheme})
+	}))
 }
 
 // strict makes the API server refuse unknown or duplicate fields, so that a typo in a sample

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,26 +15,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	// Goroutines that exist before the environment starts are not the environment's.
-	before := goleak.IgnoreCurrent()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
-	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
-	if code == 0 {
-		// The API server is gone: nothing the environment started may still be running.
-		if err := goleak.Find(before); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	}))
 }
 
 func TestEnvironment_CELRuleRejectsWithItsMessage(t *testing.T) {

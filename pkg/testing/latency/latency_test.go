@@ -8,15 +8,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"k8s.io/client-go/rest"
+
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { os.Exit(leak.Check(m.Run)) }
 
 // echoServer accepts connections on loopback and writes back what it reads; it stops at cleanup.
 func echoServer(t *testing.T) string {

@@ -25,6 +25,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"io"
 	"os"
 	"os/exec"
@@ -33,7 +34,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +78,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	before := goleak.IgnoreCurrent()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
@@ -97,17 +96,12 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(clusterEnv); v != "" {
 		name = v
 	}
-	code := cluster.Main(cluster.Options{Name: name, Nodes: nodes, Log: os.Stderr}, func(c *cluster.Cluster) int {
-		local = c
-		return run(m)
-	})
-	if code == 0 {
-		if err := goleak.Find(before); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return cluster.Main(cluster.Options{Name: name, Nodes: nodes, Log: os.Stderr}, func(c *cluster.Cluster) int {
+			local = c
+			return run(m)
+		})
+	}))
 }
 
 func run(m *testing.M) int {

@@ -39,6 +39,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/running"
@@ -166,11 +167,8 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion string, opts ...controller.Option) (stop func(), logPath string) {
 	t.Helper()
 	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion(operatorVersion)}, opts...)...)
-	cacheOpts := controller.CacheOptions(scheme, components...)
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	return runManager(t, cfg, cacheOpts, operatorVersion, func(mgr ctrl.Manager) error {
-		return controller.Setup(t.Context(), mgr, components)
-	})
+	m := controllertest.StartManager(t, cfg, scheme, components, controllertest.ManagerOptions{Namespace: ns})
+	return func() { _ = m.Stop() }, m.Log.Path() // the test's cleanup reports Stop's error
 }
 
 // runManager starts a manager reaching the API server with cfg, with cacheOpts and the

@@ -23,20 +23,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
-	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -194,27 +189,15 @@ func startManager(t *testing.T) *manager {
 		t.Fatal(err)
 	}
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	cfg := rest.CopyConfig(local.Config)
-	cfg.Wrap(tracing.WrapTransport)
-	components := controllers.Components(nil)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     scheme,
-		Metrics:    metricsserver.Options{BindAddress: metricsAddr},
-		Cache:      controller.CacheOptions(scheme, components...),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr := controllertest.StartManager(t, local.Config, scheme, controllers.Components(nil), controllertest.ManagerOptions{
+		MetricsAddr: metricsAddr,
+		Wraps:       []func(http.RoundTripper) http.RoundTripper{tracing.WrapTransport},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controller.Setup(t.Context(), mgr, components); err != nil {
-		t.Fatal(err)
-	}
-	stopManager := running.Manager(t, mgr)
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics", httpClient: newHTTPClient()}
 	var once sync.Once
 	m.stop = func() {
 		once.Do(func() {
-			stopManager()
+			_ = mgr.Stop() // the test's cleanup reports its error
 			m.httpClient.CloseIdleConnections()
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"io"
 	"os"
 	"strings"
@@ -75,32 +76,25 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctrl.SetLogger(logger)
-	before := goleak.IgnoreCurrent()
-	code := cluster.Main(cluster.Options{Name: clusterName, Log: os.Stderr}, func(c *cluster.Cluster) int {
-		local = c
-		cfg := rest.CopyConfig(local.Config)
-		cfg.QPS, cfg.Burst = 100, 200 // the tests poll many owners at once
-		if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := refop.InstallCRDs(local); err != nil {
-			fmt.Fprintln(os.Stderr, "install CRDs:", err)
-			return 1
-		}
-		return m.Run()
-	})
-	if code == 0 {
-		// The HTTP/2 connections of the clients of the cluster stay idle until their timeout.
-		if err := goleak.Find(before, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return cluster.Main(cluster.Options{Name: clusterName, Log: os.Stderr}, func(c *cluster.Cluster) int {
+			local = c
+			cfg := rest.CopyConfig(local.Config)
+			cfg.QPS, cfg.Burst = 100, 200 // the tests poll many owners at once
+			if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if err := refop.InstallCRDs(local); err != nil {
+				fmt.Fprintln(os.Stderr, "install CRDs:", err)
+				return 1
+			}
+			return m.Run()
+		})
+	}, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop")))
 }
 
 // newLogger returns the zap logger main.go builds from its flags, set to JSON at the most verbose

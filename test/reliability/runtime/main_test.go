@@ -31,6 +31,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"net/http"
 	"os"
 	"sort"
@@ -42,7 +43,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,22 +80,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Goroutines that exist before the API server starts are not the tests'.
-	before := goleak.IgnoreCurrent()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	// Each manager logs into its own recorder; controller-runtime's global logger is for what
 	// runs outside a manager.
 	ctrl.SetLogger(logr.Discard())
-	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
-	if code == 0 {
-		// Every manager is stopped and the API server is gone: nothing may still run.
-		if err := goleak.Find(before); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	}))
 }
 
 // appRM is the ResourceManager of the tests: for a Widget w,

@@ -4,9 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -15,14 +14,7 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	// Goroutines that exist before the environment starts are not the environment's.
-	before := goleak.IgnoreCurrent()
-	code := envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs()})
-	if code == 0 {
-		if err := goleak.Find(before); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs()})
+	}))
 }
