@@ -166,6 +166,11 @@ test-crash: tools-cluster ## Kill the reference operator at each of its writes i
 	@$(call say,go test $(GO_TEST_FLAGS) ./test/crash/...)
 	go test $(GO_TEST_FLAGS) ./test/crash/...
 
+.PHONY: test-crash-every
+test-crash-every: tools-cluster ## Every crash point of every test/crash scenario (KDAG_CRASH_STRIDE=1) without -race: make test explores every fifth to sixteenth one with -race; CI runs this after make test (~35-45 min on 2 cores).
+	@$(call say,KDAG_CRASH_STRIDE=1 go test -count=1 -timeout 90m ./test/crash/...)
+	KDAG_CRASH_STRIDE=1 go test -count=1 -timeout 90m ./test/crash/...
+
 .PHONY: test-rollout
 test-rollout: tools-cluster ## Roll 3 replicas of --shards=auto to new IDs under 300 owners being deployed and deleted, on the local cluster (test/e2e/sharding TestRollingRestart, ~5-8 min), with -race.
 	@$(call say,go test $(GO_TEST_FLAGS) -run '^TestRollingRestart$$' ./test/e2e/sharding/)
