@@ -120,7 +120,9 @@ func TestRun_ReconcilesAnOwnerAndStopsOnCancel(t *testing.T) {
 func TestRun_BadOptions(t *testing.T) {
 	nowhere := &rest.Config{Host: "https://127.0.0.1:1"}
 	comps := []controller.Component{controller.For("pages", pages{})}
-	valid := func() Options { return Options{Name: "hello", Scheme: newScheme(t), RESTConfig: nowhere, MetricsBindAddress: "0"} }
+	valid := func() Options {
+		return Options{Name: "hello", Scheme: newScheme(t), RESTConfig: nowhere, MetricsBindAddress: "0"}
+	}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*Options)
