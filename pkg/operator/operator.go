@@ -1,17 +1,3 @@
-// Package operator runs a kdag operator: Options and Run set a controller-runtime manager up for
-// a list of components (scheme, caches, RESTMapper, leader election, probes, metrics, tracing,
-// shards, the start-up RBAC check) and run it; Main is a whole command (flags, --version, the
-// `plan` subcommand, the logger, SIGTERM), so that an operator's main is a few lines:
-//
-//	func main() {
-//		scheme := runtime.NewScheme()
-//		utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-//		utilruntime.Must(v1alpha1.AddToScheme(scheme))
-//		operator.Main([]controller.Component{controller.For("hello", hello.ResourceManager{})},
-//			operator.Options{Name: "hello", Scheme: scheme})
-//	}
-//
-// Rules lists the RBAC rules such a manager needs (package rbac), to compare with its role.
 package operator
 
 import (
