@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +354,34 @@ func TestBindFlags_Concurrency(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBindFlags_LeaseNamespace: the Leases' namespace, which the check of unserved shards reads,
+// is --leader-election-namespace, else the pod's.
+func TestBindFlags_LeaseNamespace(t *testing.T) {
+	comps := []controller.Component{controller.For("pages", pages{})}
+	namespaceOf := func(args ...string) string {
+		fs := flag.NewFlagSet("kdag", flag.ContinueOnError)
+		opts := Options{Name: "kdag", Scheme: newScheme(t)}
+		opts.BindFlags(fs, comps)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		o, err := opts.complete(comps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.Sharding.Namespace
+	}
+	if got := namespaceOf("--leader-election-namespace=ops"); got != "ops" {
+		t.Errorf("Namespace = %q, want ops", got)
+	}
+	want := ""
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil { // in a pod
+		want = strings.TrimSpace(string(b))
+	}
+	if got := namespaceOf(); got != want {
+		t.Errorf("Namespace without a flag = %q, want %q (the pod's namespace, or none outside a pod)", got, want)
 	}
 }
