@@ -65,8 +65,8 @@ func testOptions(t *testing.T, cfg *rest.Config, ns string) Options {
 }
 
 // TestRun_ReconcilesAnOwnerAndStopsOnCancel: Run starts a manager that reconciles an owner to
-// Ready (its child applied, the operator's version in its status), and returns nil once its
-// context is canceled, leaving no goroutine behind.
+// Ready (its child applied with Options.ControllerOptions' field manager, Options.Version in its
+// status), and returns nil once its context is canceled, leaving no goroutine behind.
 func TestRun_ReconcilesAnOwnerAndStopsOnCancel(t *testing.T) {
 	env := api.Env(t)
 	ns := env.Namespace(t)
@@ -78,8 +78,10 @@ func TestRun_ReconcilesAnOwnerAndStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
+	opts := testOptions(t, env.Config, ns)
+	opts.ControllerOptions = []controller.Option{controller.WithFieldManager("pages-test")}
 	go func() {
-		done <- Run(ctx, []controller.Component{controller.For("pages", pages{})}, testOptions(t, env.Config, ns))
+		done <- Run(ctx, []controller.Component{controller.For("pages", pages{})}, opts)
 	}()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site"},
 		Spec: testapi.WidgetSpec{Data: map[string]string{"index.html": "hello"}}}
@@ -101,6 +103,13 @@ func TestRun_ReconcilesAnOwnerAndStopsOnCancel(t *testing.T) {
 	}
 	if cm.Data["index.html"] != "hello" {
 		t.Errorf("ConfigMap data %v, want the Widget's", cm.Data)
+	}
+	managers := map[string]bool{}
+	for _, f := range cm.ManagedFields {
+		managers[f.Manager] = true
+	}
+	if !managers["pages-test"] {
+		t.Errorf("the ConfigMap's field managers %v lack Options.ControllerOptions' pages-test", managers)
 	}
 	if w.Status.OperatorVersion != "v0.0.1-test" {
 		t.Errorf("status.operatorVersion = %q, want Options.Version", w.Status.OperatorVersion)
