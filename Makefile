@@ -69,6 +69,9 @@ CLUSTER_NAME ?= kdag
 KUBECONFIG_DEV := $(BIN)/kubeconfig-$(CLUSTER_NAME)
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
+# HELLO is the example operator, a Go module of its own (examples/hello/go.mod, kdag replaced by
+# this checkout): the root module's ./... leaves it out, `make test-examples` builds and tests it.
+HELLO := $(ROOT)/examples/hello
 PKGS ?= ./...
 # SLOW_TESTS are left out of `make test` and run alone by their own targets (which .ci/run calls):
 # TestRollingRestart (`make test-rollout`) times Lease expiries, which the other packages' load
@@ -77,7 +80,7 @@ SLOW_TESTS ?= ^TestRollingRestart$$
 # PURE_PKGS are the packages whose tests need no binary at all: the
 # test target runs them first with KUBEBUILDER_ASSETS pointing nowhere, so an API-server test
 # that slips into them fails.
-PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
+PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/rbac/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
 # ENVTEST_PKGS are the packages whose tests start an API server with pkg/testing/envtest (their test
 # binaries link it), less the pure ones and test/ (the local-cluster and reliability suites): what
 # `make test-envtest-oldest` runs against the oldest supported kube-apiserver.
@@ -113,8 +116,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types (the examples' too).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/... paths=./pkg/apis/... paths=./pkg/testing/...
+	cd $(HELLO) && $(CONTROLLER_GEN) object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the markers.
@@ -123,6 +127,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the markers.
 	$(CONTROLLER_GEN) crd paths=./pkg/testing/testapi/... output:crd:artifacts:config=pkg/testing/testapi/crd
 	rm -f charts/kdag/crds/*.yaml && cp config/crd/bases/*.yaml charts/kdag/crds/
 	cp config/rbac/role.yaml charts/kdag/files/role.yaml
+	cd $(HELLO) && $(CONTROLLER_GEN) crd rbac:roleName=hello-manager paths=./... \
+		output:crd:artifacts:config=config/crd output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -131,14 +137,16 @@ fmt: ## Run gofmt on the code.
 .PHONY: verify
 verify: generate manifests $(GOLANGCI_LINT) ## Check generated files are current, gofmt, go vet and golangci-lint.
 	@$(call say,checking generated files are up to date)
-	@git diff --exit-code -- apis config charts pkg || { echo "generated files changed: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis config charts pkg)" || { git status --porcelain -- apis config charts pkg; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- apis config charts pkg examples || { echo "generated files changed: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis config charts pkg examples)" || { git status --porcelain -- apis config charts pkg examples; echo "untracked generated files: commit them"; exit 1; }
 	@$(call say,gofmt)
 	@out=$$(gofmt -s -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out"; exit 1; }
 	@$(call say,go vet)
 	go vet ./...
+	cd $(HELLO) && go vet ./...
 	@$(call say,golangci-lint)
 	$(GOLANGCI_LINT) run ./...
+	cd $(HELLO) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: build
 build: ## Build the manager and kubectl-kdag into bin/, VERSION (git describe, or dev) stamped in.
@@ -147,7 +155,7 @@ build: ## Build the manager and kubectl-kdag into bin/, VERSION (git describe, o
 	@$(BIN)/manager --version && $(BIN)/kubectl-kdag --version
 
 .PHONY: test
-test: test-pure tools-cluster $(JAEGER) $(KUSTOMIZE) $(HELM) ## Run unit, envtest, e2e and release tests with -race (builds the control plane, Jaeger, kustomize and helm first).
+test: test-pure test-examples tools-cluster $(JAEGER) $(KUSTOMIZE) $(HELM) ## Run unit, envtest, e2e and release tests and the examples' with -race (builds the control plane, Jaeger, kustomize and helm first).
 	@$(call say,go test $(GO_TEST_FLAGS) $(PKGS) (less $(SLOW_TESTS)))
 	go test $(GO_TEST_FLAGS) $(if $(SLOW_TESTS),-skip '$(SLOW_TESTS)') $(PKGS)
 
@@ -155,6 +163,11 @@ test: test-pure tools-cluster $(JAEGER) $(KUSTOMIZE) $(HELM) ## Run unit, envtes
 test-pure: ## Run the tests that need no binary (pkg/graph, pkg/resources, ...) with no control plane in reach.
 	@$(call say,go test $(PURE_PKGS) without binaries)
 	KUBEBUILDER_ASSETS=$(BIN)/none go test $(GO_TEST_FLAGS) $(PURE_PKGS)
+
+.PHONY: test-examples
+test-examples: tools-cluster ## Build, vet and test examples/hello with -race as its own module, as an operator outside this repository (replace to this checkout) is (~1.5-4 min on 2 cores).
+	@$(call say,examples/hello: go build go vet go test $(GO_TEST_FLAGS) (module github.com/kdag-dev/kdag/examples/hello))
+	cd $(HELLO) && go build ./... && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-envtest-oldest
 test-envtest-oldest: tools-cluster tools-apiserver-oldest ## Run the envtest suites (ENVTEST_PKGS) against the oldest supported kube-apiserver (hack/tools/k8s-oldest), with -race.

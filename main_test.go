@@ -2,16 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kdag-dev/kdag/pkg/shard"
+	"github.com/kdag-dev/kdag/controllers"
+	"github.com/kdag-dev/kdag/pkg/operator"
 )
 
 const redacted = "<generated when created; never printed>"
@@ -157,96 +158,30 @@ func TestRunPlan_Text(t *testing.T) {
 	}
 }
 
-// TestRun_InvalidShard: a --shard that cannot be a label value and a Lease name stops the
-// manager before it connects to anything, saying which flag is wrong.
-func TestRun_InvalidShard(t *testing.T) {
-	for _, name := range []string{"Shard_A", "a.b", strings.Repeat("a", 64)} {
-		err := run(options{sharding: shard.Options{Shard: name}})
-		if err == nil || !strings.Contains(err.Error(), "--shard") || !strings.Contains(err.Error(), "not a valid shard name") {
-			t.Errorf("run with --shard=%s: error = %v, want one naming --shard and the invalid name", name, err)
+// TestManager_Flags: the manager's command line is the one it always had: each flag by name,
+// with its default, and a --NAME-concurrency per controller.
+func TestManager_Flags(t *testing.T) {
+	fs := flag.NewFlagSet("kdag", flag.ContinueOnError)
+	opts := options()
+	opts.BindFlags(fs, controllers.Components(nil))
+	for name, def := range map[string]string{
+		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "leader-elect": "false",
+		"leader-election-namespace": "", "shard": "", "shards": "", "shard-id": "", "shard-lease-duration": "15s",
+		"concurrency": "0", "gitea-concurrency": "0", "postgresql-concurrency": "0", "valkey-concurrency": "0",
+		"giteaserver-concurrency": "0", "version": "false", "zap-log-level": "", "zap-encoder": "", "zap-devel": "false",
+	} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("no --%s flag", name)
+			continue
+		}
+		if def != "" && f.DefValue != def {
+			t.Errorf("--%s defaults to %q, want %q", name, f.DefValue, def)
 		}
 	}
 }
 
-// shardingOf parses args with the manager's flags and returns the manager options the sharding
-// flags make, as run does.
-func shardingOf(t *testing.T, args ...string) (shard.Options, ctrl.Options, error) {
-	t.Helper()
-	fs := flag.NewFlagSet("kdag", flag.ContinueOnError)
-	var opts options
-	opts.bindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	s := opts.sharding
-	s.LeaderElect, s.Namespace, s.LeaderElectionID = opts.leaderElect, opts.leaderElectNS, leaderElectionID
-	if err := s.Complete(); err != nil {
-		return s, ctrl.Options{}, err
-	}
-	mo, err := s.ManagerOptions(ctrl.Options{})
-	return s, mo, err
-}
-
-// TestOptions_Sharding: the sharding flags, static and dynamic, and their mistakes, which stop the
-// manager before it connects to anything, naming the flag to fix.
-func TestOptions_Sharding(t *testing.T) {
-	type want struct {
-		shard, electionID, namespace string
-		elect, auto, everyReplica    bool
-	}
-	for _, tc := range []struct {
-		name string
-		args []string
-		want want
-		err  string // "": no error
-	}{
-		{name: "unsharded", want: want{electionID: "kdag.kdag.dev"}},
-		{name: "a static shard", args: []string{"--shard=a", "--leader-elect"}, want: want{shard: "a", elect: true, electionID: "a.kdag.kdag.dev"}},
-		{name: "dynamic shards: the replica's shard, the assigner's election, the Lease namespace",
-			args: []string{"--shards=auto", "--shard-id=kdag-0", "--leader-election-namespace=ops"},
-			want: want{shard: "kdag-0", elect: true, auto: true, everyReplica: true, electionID: "assigner.kdag.kdag.dev", namespace: "ops"}},
-		{name: "--shards=auto and --shard", args: []string{"--shards=auto", "--shard=a", "--shard-id=x", "--leader-election-namespace=ops"}, err: "exclude each other"},
-		{name: "--shards other than auto", args: []string{"--shards=3"}, err: `the only value is "auto"`},
-		{name: "--shard-id without --shards=auto", args: []string{"--shard-id=x"}, err: "--shard-id needs --shards=auto"},
-		{name: "an invalid --shard-id", args: []string{"--shards=auto", "--shard-id=Kdag_0", "--leader-election-namespace=ops"}, err: "--shard-id"},
-		{name: "a Lease duration in fractions of seconds", args: []string{"--shards=auto", "--shard-id=x", "--leader-election-namespace=ops",
-			"--shard-lease-duration=1500ms"}, err: "--shard-lease-duration"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, mo, err := shardingOf(t, tc.args...)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			everyReplica := mo.Controller.NeedLeaderElection != nil && !*mo.Controller.NeedLeaderElection
-			got := want{shard: s.Name(), electionID: mo.LeaderElectionID, elect: mo.LeaderElection, auto: s.Auto(),
-				everyReplica: everyReplica, namespace: s.Namespace}
-			if tc.want.namespace == "" {
-				got.namespace = "" // the pod's, when the test runs in one
-			}
-			if got != tc.want {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestSharding_LeaseNamespace: the Leases' namespace, which the check of unserved shards reads,
-// is --leader-election-namespace, else the pod's.
-func TestSharding_LeaseNamespace(t *testing.T) {
-	if s, _, err := shardingOf(t, "--leader-election-namespace=ops"); err != nil || s.Namespace != "ops" {
-		t.Errorf("Namespace = %q (%v), want ops", s.Namespace, err)
-	}
-	want := ""
-	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil { // in a pod
-		want = strings.TrimSpace(string(b))
-	}
-	if s, _, err := shardingOf(t); err != nil || s.Namespace != want {
-		t.Errorf("Namespace without a flag = %q (%v), want %q (the pod's namespace, or none outside a pod)", s.Namespace, err, want)
-	}
+// runPlan is `kdag plan ARGS`, writing to out.
+func runPlan(args []string, out io.Writer) error {
+	return operator.Plan(context.Background(), args, out, controllers.Components(nil), options())
 }

@@ -10,7 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/rbac"
 )
 
 // Component is one kind an operator reconciles: a Controller's name, its ResourceManager and its
@@ -42,6 +43,23 @@ func For[T client.Object](name string, rm ResourceManager[T], opts ...Option) Co
 		m = brokenManager{err: err}
 	}
 	return Component{name: name, m: m, opts: opts}
+}
+
+// registerFor registers the Controller named name for rm with mgr (register, with the owner type
+// inferred); Setup is the public way, which checks RBAC first.
+func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
+	m, err := adapt(rm)
+	if err != nil {
+		return nil, errors.Wrapf(err, "controller %s", name)
+	}
+	return register(mgr, name, m, opts...)
+}
+
+// With returns a copy of c with opts after c's own options: a setting of opts wins over c's. An
+// operator's command line (package operator's --NAME-concurrency) uses it.
+func (c Component) With(opts ...Option) Component {
+	c.opts = append(append([]Option(nil), c.opts...), opts...)
+	return c
 }
 
 // Name returns the component's name.
@@ -80,10 +98,12 @@ func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtim
 // then checks the manager's RBAC: a SelfSubjectAccessReview per verb kdag needs on each owner type
 // and owned type (in each namespace of WithWatchNamespaces, else cluster-wide). It runs here,
 // before mgr.Start, because a manager that may not list a type it caches never starts: its cache
-// waits for ever and no runnable would get to report why. It returns the first setup mistake (a
-// type not in the scheme, a component without owned types, two components of one name), an
-// error listing every missing rule (grant them: kdag's +kubebuilder:rbac markers, the chart's
-// role), or the error of an access review the API server did not answer; ctx bounds the reviews.
+// waits for ever and no runnable would get to report why. The rules checked are Component.Rules'
+// (package rbac). It returns the first setup mistake (a type not in the scheme, a component
+// without owned types, two components of one name), an error naming every missing rule as a
+// +kubebuilder:rbac marker to add to the manager's role (with namespace= for each namespace of
+// WithWatchNamespaces), or the error of an access review the API server did not answer; ctx
+// bounds the reviews.
 func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts ...Option) error {
 	seen := map[string]bool{}
 	var needs []access
@@ -104,8 +124,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 		return errors.Wrap(err, "controller.Setup: check the manager's RBAC")
 	}
 	if len(missing) > 0 {
-		return errors.Errorf("controller.Setup: the manager's RBAC lacks what its controllers need; grant it (kdag's "+
-			"+kubebuilder:rbac markers, the chart's role): %s", strings.Join(missing, "; "))
+		return errors.Errorf("controller.Setup: the manager's RBAC lacks what its controllers need; add these rules "+
+			"to its role (as controller-gen markers; operator.Rules lists every rule an operator needs): %s", missingMessage(missing))
 	}
 	// Controllers last: their informers would outlive a refused Setup.
 	for _, comp := range components {
@@ -195,43 +215,88 @@ func (a access) String() string {
 	return r + ": " + a.verb
 }
 
-// accessNeeded returns the API accesses a Controller of m needs: the verbs it uses on the owner
-// type (and its status and finalizers), on each owned type, and on events. A type the scheme or
-// mapper does not know is left out: registering the Controller reports it more clearly.
-func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
-	var out []access
-	add := func(obj client.Object, sub string, verbs ...string) {
+// rule returns a as an RBAC rule.
+func (a access) rule() rbacv1.PolicyRule {
+	r := a.resource
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	return rbacv1.PolicyRule{APIGroups: []string{a.group}, Resources: []string{r}, Verbs: []string{a.verb}}
+}
+
+// Rules returns the RBAC rules the component's Controller needs (package rbac): on its owner
+// type (rbac.Owner), on each type of OwnedTypes (rbac.Owned; with PersistentVolumeClaims,
+// rbac.StorageClasses), and kdag's own (rbac.Kdag), merged (rbac.Merge). scheme and mapper
+// name the types' groups and resources. It returns an error naming the first type that scheme or
+// mapper does not know, with the rules of the others.
+func (c Component) Rules(scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbacv1.PolicyRule, error) {
+	rules, err := rulesNeeded(c.m, scheme, mapper)
+	if err != nil {
+		err = errors.Wrapf(err, "component %s", c.name)
+	}
+	return rbac.Merge(rules), err
+}
+
+// rulesNeeded returns the rules a Controller of m needs (Component.Rules), and the error of the
+// first type the scheme or mapper does not know, which it leaves out.
+func rulesNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbacv1.PolicyRule, error) {
+	var firstErr error
+	resourceOf := func(obj client.Object) (schema.GroupResource, bool) {
+		if obj == nil {
+			return schema.GroupResource{}, false
+		}
 		gvk, err := apiutil.GVKForObject(obj, scheme)
 		if err != nil {
-			return
+			firstErr = cmpErr(firstErr, errors.Wrapf(err, "type %T is not in the scheme", obj))
+			return schema.GroupResource{}, false
 		}
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return
+			firstErr = cmpErr(firstErr, errors.Wrapf(err, "no resource for %s (is its CRD installed?)", gvk))
+			return schema.GroupResource{}, false
 		}
-		for _, v := range verbs {
-			out = append(out, access{group: gvk.Group, resource: mapping.Resource.Resource, subresource: sub, verb: v})
-		}
+		return mapping.Resource.GroupResource(), true
 	}
-	owner := m.newOwner()
-	add(owner, "", "get", "list", "watch", "update", "patch")
-	add(owner, "status", "update", "patch")
-	add(owner, "finalizers", "update")
+	rules := rbac.Kdag()
+	if gr, ok := resourceOf(m.newOwner()); ok {
+		rules = append(rules, rbac.Owner(gr)...)
+	}
 	for _, obj := range m.ownedTypes() {
-		add(obj, "", "get", "list", "watch", "create", "update", "patch", "delete")
+		if gr, ok := resourceOf(obj); ok {
+			rules = append(rules, rbac.Owned(gr)...)
+		}
 		if _, claim := obj.(*corev1.PersistentVolumeClaim); claim {
-			// A claim that cannot grow is rechecked when a StorageClass changes (a watch).
-			add(&storagev1.StorageClass{}, "", "get", "list", "watch")
+			rules = append(rules, rbac.StorageClasses()...)
 		}
 	}
-	// The owners' revisions (revision.go): read from the cache, created, pruned.
-	for _, v := range []string{"get", "list", "watch", "create", "delete"} {
-		out = append(out, access{group: "apps", resource: "controllerrevisions", verb: v})
+	if b, ok := m.(brokenManager); ok {
+		firstErr = cmpErr(firstErr, b.err)
 	}
-	// The Controller's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
-	// user loses the Warning events that say what failed.
-	for _, v := range []string{"create", "patch"} {
-		out = append(out, access{group: "events.k8s.io", resource: "events", verb: v})
+	return rules, firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// accessNeeded returns the API accesses a Controller of m needs (rulesNeeded, one verb each). A
+// type the scheme or mapper does not know is left out: registering the Controller reports it
+// more clearly.
+func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
+	rules, _ := rulesNeeded(m, scheme, mapper)
+	var out []access
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				resource, sub, _ := strings.Cut(res, "/")
+				for _, v := range r.Verbs {
+					out = append(out, access{group: g, resource: resource, subresource: sub, verb: v})
+				}
+			}
+		}
 	}
 	return out
 }
@@ -245,14 +310,15 @@ type rbacCheck struct {
 	namespaces []string
 }
 
-// missing returns the needed accesses the API server denies, sorted and without duplicates.
-func (r rbacCheck) missing(ctx context.Context) ([]string, error) {
+// missing returns the needed accesses the API server denies, as merged rules (rbac.Merge) by
+// namespace ("" cluster-wide).
+func (r rbacCheck) missing(ctx context.Context) (map[string][]rbacv1.PolicyRule, error) {
 	namespaces := r.namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""} // all namespaces
 	}
 	seen := map[access]bool{}
-	var missing []string
+	missing := map[string][]rbacv1.PolicyRule{}
 	for _, a := range r.needs {
 		if seen[a] {
 			continue
@@ -268,16 +334,28 @@ func (r rbacCheck) missing(ctx context.Context) ([]string, error) {
 				return nil, errors.Wrapf(err, "ask whether the manager may %s", a)
 			}
 			if !review.Status.Allowed {
-				where := ""
-				if ns != "" {
-					where = " in namespace " + ns
-				}
-				missing = append(missing, a.String()+where)
+				missing[ns] = append(missing[ns], a.rule())
 			}
 		}
 	}
-	sort.Strings(missing)
+	for ns, rules := range missing {
+		missing[ns] = rbac.Merge(rules)
+	}
 	return missing, nil
+}
+
+// missingMessage says which rules to add: controller-gen markers, a Role's per namespace.
+func missingMessage(missing map[string][]rbacv1.PolicyRule) string {
+	namespaces := make([]string, 0, len(missing))
+	for ns := range missing {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	var lines []string
+	for _, ns := range namespaces {
+		lines = append(lines, rbac.Markers(ns, missing[ns])...)
+	}
+	return strings.Join(lines, "; ")
 }
 
 // brokenManager is the manager of a ResourceManager whose owner type cannot be used: every

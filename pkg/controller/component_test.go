@@ -197,7 +197,8 @@ func restMapper(t *testing.T) meta.RESTMapper {
 }
 
 // TestSetup_RBACCheck (issue 19 item 1): Setup refuses a manager whose RBAC lacks a rule its
-// controllers need, with every missing rule listed, also when the missing rule is one the
+// controllers need, with every missing rule named as a +kubebuilder:rbac marker to add (and
+// nothing granted among them), also when the missing rule is one the
 // manager's cache needs to start at all (list, watch: its informers would wait for ever); with the
 // rules its component declares, the manager starts and reconciles.
 func TestSetup_RBACCheck(t *testing.T) {
@@ -232,11 +233,13 @@ func TestSetup_RBACCheck(t *testing.T) {
 		{name: "every rule granted cluster-wide", rules: grant()},
 		{name: "every rule granted in the watched namespace", rules: grant(), inNamespace: true},
 		{name: "three rules missing", rules: grant("configmaps:delete", "widgets/status:patch", "events:create"),
-			wantMissing: []string{"configmaps: delete", "events.events.k8s.io: create", "widgets.testing.kdag.dev/status: patch"}},
+			wantMissing: []string{`+kubebuilder:rbac:groups="",resources=configmaps,verbs=delete;`,
+				"+kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;",
+				"+kubebuilder:rbac:groups=testing.kdag.dev,resources=widgets/status,verbs=patch"}},
 		{name: "a rule missing in the watched namespace", rules: grant("configmaps:delete"), inNamespace: true,
-			wantMissing: []string{"configmaps: delete in namespace "}},
+			wantMissing: []string{`+kubebuilder:rbac:groups="",resources=configmaps,verbs=delete,namespace=`}},
 		{name: "list and watch missing: the cache could never sync", rules: grant("configmaps:list", "configmaps:watch"),
-			wantMissing: []string{"configmaps: list", "configmaps: watch"}},
+			wantMissing: []string{`+kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
@@ -268,7 +271,7 @@ func TestSetup_RBACCheck(t *testing.T) {
 						t.Errorf("Setup error %q does not name the missing rule %q", err, want)
 					}
 				}
-				if strings.Contains(err.Error(), "configmaps: get") || strings.Contains(err.Error(), "widgets.testing.kdag.dev: get") {
+				if strings.Contains(err.Error(), "verbs=get") || strings.Contains(err.Error(), "resources=widgets,") {
 					t.Errorf("Setup error %q lists rules that are granted", err)
 				}
 				return

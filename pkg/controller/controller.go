@@ -89,22 +89,11 @@ type ownedType struct {
 	indexed bool
 }
 
-// New creates the Controller named name for rm, whose owner type T it infers, and registers it
-// with mgr: it watches the owner type (changes of generation, labels or annotations) and every
-// owned type (any change of an object whose controller owner reference, or whose kdag labels,
-// point at an owner).
-//
-// It returns an error when name is empty, when rm declares no owned type, or when a type is not
-// in the manager's scheme — setup mistakes that should stop the process at start.
-func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
-	m, err := adapt(rm)
-	if err != nil {
-		return nil, errors.Wrapf(err, "controller %s", name)
-	}
-	return register(mgr, name, m, opts...)
-}
-
-// register creates the Controller of m and registers it with mgr (New without the type).
+// register creates the Controller named name for m and registers it with mgr: it watches the
+// owner type (changes of generation, labels or annotations) and every owned type (any change of
+// an object whose controller owner reference, or whose kdag labels, point at an owner). It
+// returns an error when name is empty, when m declares no owned type, or when a type is not in
+// the manager's scheme — setup mistakes that should stop the process at start.
 func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Controller, error) {
 	c, err := newController(mgr, name, m, opts...)
 	if err != nil {
@@ -148,7 +137,7 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Contro
 // newController sets a Controller up without registering it with the manager.
 func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*Controller, error) {
 	if name == "" {
-		return nil, errors.New("controller.New: empty name")
+		return nil, errors.New("controller: a component with an empty name")
 	}
 	if b, ok := rm.(brokenManager); ok {
 		return nil, errors.Wrapf(b.err, "controller %s", name)

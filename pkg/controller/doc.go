@@ -27,22 +27,23 @@
 //
 // An operator author writes one ResourceManager per owner kind: the types it owns, and an
 // AddResources that reads like the list of manifests with their dependencies (from
-// examples/hello, the README tutorial's component, whose owner is a testapi.Widget):
+// examples/hello, the README tutorial's component, whose owner is the example's Hello):
 //
 //	func (ResourceManager) OwnedTypes() []client.Object {
 //		return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
 //	}
 //
-//	func (ResourceManager) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
-//		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pages"}, Data: w.Spec.Data})
-//		server := b.Add(deployment(w)) // mounts the pages: waits for them, rolls with them (inferred)
-//		b.Add(service(w), controller.DependsOn(server))
+//	func (ResourceManager) AddResources(_ context.Context, h *v1alpha1.Hello, b *controller.Builder) error {
+//		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: h.Name + "-pages"}, Data: h.Spec.Pages})
+//		server := b.Add(deployment(h)) // mounts the pages: waits for them, rolls with them (inferred)
+//		b.Add(service(h), controller.DependsOn(server))
 //		return nil
 //	}
 //
-// and registers it with a manager through Setup, one line per component:
+// and registers it with a manager through Setup (package operator's Run calls it), one line per
+// component:
 //
-//	controller.For("hello", hello.ResourceManager{})
+//	controller.For("hello", ResourceManager{})
 //
 // pkg/controllertest is the test kit for components: golden plans, a manager on a real API
 // server, table-driven cases.

@@ -31,7 +31,7 @@ func BenchmarkDriftRepair(b *testing.B) {
 	quietLogs()
 	rm := driftRM()
 	f := newFixture(b, rm)
-	if _, err := New(f.mgr, "drift-"+f.ns, rm); err != nil {
+	if _, err := registerFor(f.mgr, "drift-"+f.ns, rm); err != nil {
 		b.Fatalf("register controller: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -48,3 +48,9 @@ var (
 	ShardCache             func(opts cache.Options, shard string) (cache.Options, error)
 	ShardControllerOptions func(mgr ctrl.Manager, shard string) []Option
 )
+
+// Register registers the Controller named name for rm with mgr and returns it (Setup without the
+// RBAC check), for tests that look inside it (ReferenceObjects).
+func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
+	return registerFor(mgr, name, rm, opts...)
+}

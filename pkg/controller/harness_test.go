@@ -170,7 +170,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 	}
 	f.mgr = mgr
 	if fc.register {
-		f.c, err = New(mgr, "widget-"+f.ns, rm, opts...)
+		f.c, err = registerFor(mgr, "widget-"+f.ns, rm, opts...)
 	} else {
 		f.c, err = newController(mgr, "widget-"+f.ns, mustAdapt(t, rm), opts...)
 	}

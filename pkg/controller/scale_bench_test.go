@@ -103,7 +103,7 @@ type scaleCounts struct {
 // clock runs from the first create until every owner's status says Ready for its generation, as
 // seen by an informer in this process.
 //
-// engine=kdag is a kdag manager as a reference operator would run it: controller.New with no
+// engine=kdag is a kdag manager as a reference operator would run it: controller.Setup with no
 // option (MaxConcurrentReconciles owners at a time, up to MaxParallelNodes nodes each), the client config of ctrl.GetConfig
 // (QPS -1: no client-side rate limit, the API server's priority and fairness decides), and a
 // cache of the namespace with CacheOptions for the children. engine=rawssa is the floor: a
@@ -711,7 +711,7 @@ func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Con
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := New(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard)...)
+	c, err := registerFor(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -551,7 +551,7 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.New(mgr, "refs", rm, append(layer.ControllerOptions(mgr), controller.WithMetrics(reg))...)
+	c, err := controller.Register(mgr, "refs", rm, append(layer.ControllerOptions(mgr), controller.WithMetrics(reg))...)
 	if err != nil {
 		t.Fatal(err)
 	}

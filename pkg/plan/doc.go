@@ -5,12 +5,10 @@
 // It gives any kdag operator a `plan -f FILE [-o text|mermaid|dot|yaml] [-n NAMESPACE]` command:
 // when os.Args[1] is "plan", the operator's main passes the other arguments to Run with its
 // scheme (its types and the built-in ones), its components and its CRD manifests (an embed.FS),
-// as the reference operator's plan.go does:
+// as operator.Plan does (and operator.Main, for `NAME plan ...`):
 //
-//	return plan.Run(context.Background(), args, out, plan.Options{
-//		Scheme:     scheme,
-//		Components: controllers.Components(nil),
-//		CRDs:       crds.Bases,
+//	return plan.Run(ctx, args, out, plan.Options{
+//		Scheme: opts.Scheme, Components: components, CRDs: opts.CRDs, RESTConfig: opts.RESTConfig,
 //	})
 //
 // The main types are Options, which name the operator's components, scheme and CRDs, and

@@ -90,16 +90,17 @@ func (rolloutRM) AddResources(_ context.Context, w *testapi.Widget, b *controlle
 // startManager runs a manager with one registered kdag controller until the test ends.
 func startManager(t *testing.T, name string, rm controller.ResourceManager[*testapi.Widget]) {
 	t.Helper()
+	comp := controller.For(name, rm)
 	mgr, err := ctrl.NewManager(local.Config, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controller.CacheOptions(scheme, controller.For(name, rm)),
+		Cache:      controller.CacheOptions(scheme, comp),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controller.New(mgr, name, rm); err != nil {
+	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}); err != nil {
 		t.Fatal(err)
 	}
 	running.Manager(t, mgr)

@@ -169,6 +169,18 @@ type wrapFunc = func(http.RoundTripper) http.RoundTripper
 // wraps lists fs, innermost first.
 func wraps(fs ...wrapFunc) []wrapFunc { return fs }
 
+// accessReviewsPlain sends the start-up RBAC check's SelfSubjectAccessReviews (controller.Setup)
+// through plain and every other request through faulty: the faults of these tests are injected
+// into what the manager does once started.
+type accessReviewsPlain struct{ plain, faulty http.RoundTripper }
+
+func (a accessReviewsPlain) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/selfsubjectaccessreviews") {
+		return a.plain.RoundTrip(req)
+	}
+	return a.faulty.RoundTrip(req)
+}
+
 // runningManager is a manager of a test, stopped when the test ends at the latest.
 type runningManager struct {
 	mgr             ctrl.Manager
@@ -195,8 +207,14 @@ func newManager(t *testing.T, o managerOptions) *runningManager {
 	cfg := rest.CopyConfig(env.Config)
 	// Client-side rate limiting would make these tests about the limiter.
 	cfg.QPS, cfg.Burst = 500, 1000
-	for _, w := range o.wraps {
-		cfg.Wrap(w)
+	if len(o.wraps) > 0 {
+		cfg.Wrap(func(plain http.RoundTripper) http.RoundTripper {
+			faulty := plain
+			for _, w := range o.wraps {
+				faulty = w(faulty)
+			}
+			return accessReviewsPlain{plain: plain, faulty: faulty}
+		})
 	}
 	logger := logr.Discard()
 	if o.log != nil {
@@ -234,9 +252,9 @@ func newManager(t *testing.T, o managerOptions) *runningManager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controller.New(mgr, controllerName, rm,
-		controller.WithMaxConcurrentReconciles(max(o.maxConcurrent, 1)), controller.WithMetrics(m)); err != nil {
-		t.Fatalf("new controller: %v", err)
+	comp := controller.For(controllerName, rm, controller.WithMaxConcurrentReconciles(max(o.maxConcurrent, 1)), controller.WithMetrics(m))
+	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}); err != nil {
+		t.Fatalf("set the controller up: %v", err)
 	}
 	return &runningManager{mgr: mgr, registry: reg, allowStartError: o.allowStartError, done: make(chan struct{})}
 }
