@@ -80,7 +80,7 @@ SLOW_TESTS ?= ^TestRollingRestart$$
 # PURE_PKGS are the packages whose tests need no binary at all: the
 # test target runs them first with KUBEBUILDER_ASSETS pointing nowhere, so an API-server test
 # that slips into them fails.
-PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/rbac/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/controllertest/ ./pkg/testing/latency/
+PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/rbac/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/testing/latency/ ./pkg/testing/faults/ ./pkg/testing/leak/
 # ENVTEST_PKGS are the packages whose tests start an API server with pkg/testing/envtest (their test
 # binaries link it), less the pure ones and test/ (the local-cluster and reliability suites): what
 # `make test-envtest-oldest` runs against the oldest supported kube-apiserver.
