@@ -161,7 +161,7 @@ func TestAddResources_ManagedWithoutBlockGetsDefaults(t *testing.T) {
 		// the block is present.
 	})
 	want := defaulted(func(g *giteav1alpha1.Gitea) { g.Spec.Database.Managed.Resources = corev1.ResourceRequirements{} })
-	if diff := controllertest.FirstDifference(render(want), render(withoutBlock)); diff != "" {
+	if diff := controllertest.Diff(render(want), render(withoutBlock)); diff != "" {
 		t.Errorf("managed database without a block differs from the defaults:\n%s", diff)
 	}
 }

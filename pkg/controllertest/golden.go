@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/pkg/errors"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata in
 // AssertPlan compares p's text rendering (controller.Plan.WriteText: one block per node with its
 // dependencies, options and object as YAML, Secret values redacted) with testdata/<name>.golden
 // in the test's package directory. With -update it writes the file instead. On a difference it
-// fails t with the first differing line and the command, runnable from the module root, that
+// fails t with the lines that differ, (-want +got), and the command, runnable from the module root, that
 // rewrites this test's golden file once the change is checked.
 func AssertPlan(t testing.TB, p *controller.Plan, name string) {
 	t.Helper()
@@ -45,31 +45,19 @@ func AssertPlan(t testing.TB, p *controller.Plan, name string) {
 	if err != nil {
 		t.Fatalf("golden plan: %v; create it with\n\t%s", err, updateCommand(t))
 	}
-	if diff := FirstDifference(string(want), got.String()); diff != "" {
-		t.Errorf("plan differs from %s at %s\nif the change is intended, rewrite the file with\n\t%s", path, diff, updateCommand(t))
+	if diff := Diff(string(want), got.String()); diff != "" {
+		t.Errorf("plan differs from %s %s\nif the change is intended, rewrite the file with\n\t%s", path, diff, updateCommand(t))
 	}
 }
 
-// FirstDifference describes the first line where got differs from want ("line N: want … got …"),
-// or returns "" when they are equal.
-func FirstDifference(want, got string) string {
+// Diff returns the line diff of got against want, "(-want +got)" as go-cmp prints it (the lines
+// that differ with a few around them; its exact spacing is not stable, so match it loosely), or
+// "" when they are equal.
+func Diff(want, got string) string {
 	if want == got {
 		return ""
 	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		wl, gl := "<end of file>", "<end of file>"
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return "line " + strconv.Itoa(i+1) + ":\n  want: " + strconv.Quote(wl) + "\n  got:  " + strconv.Quote(gl)
-		}
-	}
-	return "same lines, different bytes"
+	return "(-want +got):\n" + cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n"))
 }
 
 // updateCommand is the go test command, relative to the module root, that reruns t with -update.

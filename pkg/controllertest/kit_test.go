@@ -28,19 +28,27 @@ func TestWriteLine(t *testing.T) {
 	}
 }
 
-func TestFirstDifference(t *testing.T) {
+// TestDiff: equal texts have no diff; otherwise the diff names the lines that differ, the want
+// side's and the got side's (a missing line too).
+func TestDiff(t *testing.T) {
 	for _, tc := range []struct {
-		name, want, got, contains string
+		name, want, got string
+		lines           []string // quoted lines the diff must name
 	}{
-		{"equal", "a\nb\n", "a\nb\n", ""},
-		{"changed line", "a\nb\nc", "a\nx\nc", "line 2:"},
-		{"got is longer", "a\n", "a\nb\n", "line 2:"},
-		{"got is shorter", "a\nb\nc", "a\nb", "line 3:"},
+		{name: "equal", want: "a\nb\n", got: "a\nb\n"},
+		{name: "changed line", want: "a\nb\nc", got: "a\nx\nc", lines: []string{`"b"`, `"x"`}},
+		{name: "got is longer", want: "a\n", got: "a\nb\n", lines: []string{`"b"`}},
+		{name: "got is shorter", want: "a\nb\nc", got: "a\nb", lines: []string{`"c"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := FirstDifference(tc.want, tc.got)
-			if tc.contains == "" && d != "" || !strings.Contains(d, tc.contains) {
-				t.Errorf("FirstDifference = %q, want it to contain %q", d, tc.contains)
+			d := Diff(tc.want, tc.got)
+			if (d == "") != (tc.lines == nil) {
+				t.Fatalf("Diff = %q, want a diff: %v", d, tc.lines != nil)
+			}
+			for _, l := range tc.lines {
+				if !strings.Contains(d, l) || !strings.HasPrefix(d, "(-want +got)") {
+					t.Errorf("Diff = %q, want a (-want +got) diff naming %s", d, l)
+				}
 			}
 		})
 	}

@@ -182,8 +182,8 @@ func assertGolden(t *testing.T, got, name string) {
 	if err != nil {
 		t.Fatalf("golden output: %v; write it with go test ./pkg/plan/ -run '%s' -update", err, t.Name())
 	}
-	if diff := controllertest.FirstDifference(string(want), got); diff != "" {
-		t.Errorf("output differs from %s at %s\nwhole output:\n%s", path, diff, got)
+	if diff := controllertest.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s %s\nwhole output:\n%s", path, diff, got)
 	}
 }
 
