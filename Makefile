@@ -333,8 +333,8 @@ tools-jaeger: $(JAEGER) ## Build Jaeger into bin/ (cold: ~3 min idle).
 .PHONY: jaeger
 jaeger: $(JAEGER) ## Run Jaeger in the foreground (in-memory storage, loopback only); Ctrl-C stops it.
 	@$(call say,Jaeger $(JAEGER_VERSION): in another shell export)
-	@echo '  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 OTEL_SERVICE_NAME=kdag'
-	@echo '  (or OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)'
+	@echo '  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_SERVICE_NAME=kdag'
+	@echo '  (or OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc)'
 	@echo 'traces: curl -s "http://127.0.0.1:16686/api/traces?service=kdag"   (HTTP API only: no UI in a Go build)'
 	exec $(JAEGER) --config $(JAEGER_CONFIG)
 

@@ -15,14 +15,17 @@
 //
 // Tracing is off by default: no exporter, the global no-op tracer provider, nothing to pay. It is on
 // when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or
-// OTEL_TRACES_EXPORTER=otlp. OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turns it off
-// whatever else is set; other exporters (console, zipkin, ...) are an error. Variables honoured:
+// OTEL_TRACES_EXPORTER names an exporter. OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true
+// turns it off whatever else is set. The exporter is built by the OpenTelemetry contrib package
+// autoexport, as the specification says; an exporter or protocol it does not know is an error.
+// Variables honoured:
 //
 //	OTEL_SDK_DISABLED                       true: off
-//	OTEL_TRACES_EXPORTER                    otlp | none
-//	OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL    grpc (default) | http/protobuf
-//	OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT    e.g. http://127.0.0.1:4317 (an http:// endpoint means
-//	                                        no TLS); for http/protobuf the traces endpoint is the
+//	OTEL_TRACES_EXPORTER                    otlp | console (standard output) | none
+//	OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL    http/protobuf (default) | grpc
+//	OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT    e.g. http://127.0.0.1:4318 (http/protobuf) or
+//	                                        http://127.0.0.1:4317 (grpc); an http:// endpoint means
+//	                                        no TLS; for http/protobuf the traces endpoint is the
 //	                                        full URL (.../v1/traces)
 //	OTEL_EXPORTER_OTLP_(TRACES_)INSECURE, _HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, ...
 //	                                        read by the OTLP exporter

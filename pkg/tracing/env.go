@@ -2,122 +2,53 @@ package tracing
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/pkg/errors"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Environment variables Setup reads itself. The OTLP exporters read the rest of the
-// OTEL_EXPORTER_OTLP_* variables (endpoint, headers, insecure, certificates, timeout, compression),
-// and the SDK reads OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*, OTEL_SPAN_*_LIMIT, OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES.
+// Environment variables Setup reads itself to decide whether tracing is on. The OpenTelemetry
+// contrib autoexport package reads OTEL_TRACES_EXPORTER and the OTLP protocol, the OTLP exporters
+// the rest of the OTEL_EXPORTER_OTLP_* variables (endpoint, headers, insecure, certificates,
+// timeout, compression), and the SDK OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*, OTEL_SPAN_*_LIMIT,
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
 const (
-	envSDKDisabled          = "OTEL_SDK_DISABLED"
-	envTracesExporter       = "OTEL_TRACES_EXPORTER"
-	envEndpoint             = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	envTracesEndpoint       = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-	envProtocol             = "OTEL_EXPORTER_OTLP_PROTOCOL"
-	envTracesProtocol       = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-	protocolGRPC            = "grpc"
-	protocolHTTPProtobuf    = "http/protobuf"
-	protocolHTTPJSON        = "http/json"
-	exporterOTLP            = "otlp"
-	exporterNone            = "none"
-	defaultExporterProtocol = protocolGRPC
+	envSDKDisabled     = "OTEL_SDK_DISABLED"
+	envTracesExporter  = "OTEL_TRACES_EXPORTER"
+	envEndpoint        = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesEndpoint  = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	envProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envTracesProtocol  = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	supportedExporters = "otlp (protocol http/protobuf, the default, or grpc), console or none"
 )
 
-// exporterChoice is what the environment asks for: no exporter, or OTLP over a protocol.
-type exporterChoice struct {
-	enabled  bool
-	protocol string // protocolGRPC or protocolHTTPProtobuf when enabled
-}
-
-// chooseExporter decides from the environment (read through getenv, where "" means unset) whether
-// tracing is on and which OTLP protocol to use. It never connects anywhere.
-//
-//   - OTEL_SDK_DISABLED=true turns tracing off.
-//   - OTEL_TRACES_EXPORTER=none turns it off, =otlp turns it on; any other exporter is an error.
-//   - Unset, tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-//     is set, off otherwise (the default: nothing to export to).
-//   - OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else grpc; grpc and
-//     http/protobuf are supported (the Go OTLP exporter has no http/json).
-func chooseExporter(getenv func(string) string) (exporterChoice, error) {
-	if strings.EqualFold(strings.TrimSpace(getenv(envSDKDisabled)), "true") {
-		return exporterChoice{}, nil
+// newExporter returns the span exporter the environment asks for, or nil when tracing is off. The
+// OpenTelemetry contrib autoexport package builds it, as the specification says
+// (OTEL_TRACES_EXPORTER: otlp, console or none; OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL:
+// http/protobuf by default, or grpc), with one rule of kdag's over it: with OTEL_TRACES_EXPORTER
+// unset, tracing is on only when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+// is set (an operator has nothing to export to by default). OTEL_SDK_DISABLED=true or
+// OTEL_TRACES_EXPORTER=none turn it off. It returns an error naming the variables for an exporter
+// or protocol it does not know. It never connects anywhere.
+func newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	if strings.EqualFold(strings.TrimSpace(os.Getenv(envSDKDisabled)), "true") {
+		return nil, nil
 	}
-
-	enabled := false
-	if list := strings.TrimSpace(getenv(envTracesExporter)); list != "" {
-		for _, name := range strings.Split(list, ",") {
-			switch name = strings.ToLower(strings.TrimSpace(name)); name {
-			case exporterOTLP:
-				enabled = true
-			case exporterNone, "":
-			default:
-				return exporterChoice{}, errors.Errorf("%s=%q: unsupported traces exporter %q (kdag supports otlp and none)",
-					envTracesExporter, list, name)
-			}
-		}
-		// The specification: "none" means no automatically configured exporter, whatever else
-		// the list holds.
-		if enabled && hasNone(list) {
-			enabled = false
-		}
-	} else {
-		enabled = strings.TrimSpace(getenv(envEndpoint)) != "" || strings.TrimSpace(getenv(envTracesEndpoint)) != ""
+	if strings.TrimSpace(os.Getenv(envTracesExporter)) == "" &&
+		strings.TrimSpace(os.Getenv(envEndpoint)) == "" && strings.TrimSpace(os.Getenv(envTracesEndpoint)) == "" {
+		return nil, nil
 	}
-	if !enabled {
-		return exporterChoice{}, nil
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, errors.Wrapf(err, "traces exporter from %s=%q, %s=%q, %s=%q: kdag supports %s", envTracesExporter,
+			os.Getenv(envTracesExporter), envProtocol, os.Getenv(envProtocol), envTracesProtocol, os.Getenv(envTracesProtocol),
+			supportedExporters)
 	}
-
-	protocol := strings.ToLower(strings.TrimSpace(getenv(envTracesProtocol)))
-	if protocol == "" {
-		protocol = strings.ToLower(strings.TrimSpace(getenv(envProtocol)))
+	if autoexport.IsNoneSpanExporter(exp) {
+		return nil, nil
 	}
-	switch protocol {
-	case "":
-		protocol = defaultExporterProtocol
-	case protocolGRPC, protocolHTTPProtobuf:
-	case protocolHTTPJSON:
-		return exporterChoice{}, errors.Errorf("OTLP protocol %q is not supported by the Go exporter: use grpc or http/protobuf", protocol)
-	default:
-		return exporterChoice{}, errors.Errorf("unknown OTLP protocol %q: use grpc or http/protobuf", protocol)
-	}
-	return exporterChoice{enabled: true, protocol: protocol}, nil
-}
-
-func hasNone(list string) bool {
-	for _, name := range strings.Split(list, ",") {
-		if strings.EqualFold(strings.TrimSpace(name), exporterNone) {
-			return true
-		}
-	}
-	return false
-}
-
-// newOTLPExporter is newOTLPExporterFor; tests wrap it to see which protocol Setup chose.
-var newOTLPExporter = newOTLPExporterFor
-
-// newOTLPExporterFor builds the exporter for a protocol. Both constructors read the
-// OTEL_EXPORTER_OTLP_* variables themselves and do not connect: gRPC dials lazily, HTTP per export.
-func newOTLPExporterFor(ctx context.Context, protocol string) (sdktrace.SpanExporter, error) {
-	switch protocol {
-	case protocolGRPC:
-		exp, err := otlptracegrpc.New(ctx)
-		if err != nil {
-			return nil, errors.Wrap(err, "creating the OTLP gRPC trace exporter")
-		}
-		return exp, nil
-	case protocolHTTPProtobuf:
-		exp, err := otlptracehttp.New(ctx)
-		if err != nil {
-			return nil, errors.Wrap(err, "creating the OTLP HTTP trace exporter")
-		}
-		return exp, nil
-	default:
-		return nil, errors.Errorf("unknown OTLP protocol %q", protocol)
-	}
+	return exp, nil
 }

@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 
@@ -98,14 +97,8 @@ func Setup(ctx context.Context, opts ...Option) (shutdown func(context.Context) 
 
 	exporter := cfg.exporter
 	if exporter == nil {
-		choice, err := chooseExporter(os.Getenv)
-		if err != nil {
+		if exporter, err = newExporter(ctx); err != nil {
 			return nil, err
-		}
-		if choice.enabled {
-			if exporter, err = newOTLPExporter(ctx, choice.protocol); err != nil {
-				return nil, err
-			}
 		}
 	}
 

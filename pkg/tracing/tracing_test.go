@@ -2,7 +2,10 @@ package tracing
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,92 +180,95 @@ func TestOffByDefault(t *testing.T) {
 	}
 }
 
-func TestChooseExporter(t *testing.T) {
+// TestNewExporter: kdag's rule over autoexport's (tracing off unless an exporter or an OTLP
+// endpoint is named) and the specification's (none and OTEL_SDK_DISABLED win; the default OTLP
+// protocol is http/protobuf), and an error for what autoexport does not know.
+func TestNewExporter(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		env      map[string]string
-		want     exporterChoice
-		wantErrs bool
+		name    string
+		env     map[string]string
+		on      bool
+		wantErr bool
 	}{
-		{name: "nothing set: off", env: nil},
-		{name: "endpoint: grpc", env: map[string]string{envEndpoint: "http://127.0.0.1:4317"}, want: exporterChoice{true, protocolGRPC}},
-		{name: "traces endpoint", env: map[string]string{envTracesEndpoint: "http://127.0.0.1:4317"}, want: exporterChoice{true, protocolGRPC}},
-		{name: "exporter otlp without endpoint", env: map[string]string{envTracesExporter: "otlp"}, want: exporterChoice{true, protocolGRPC}},
-		{name: "exporter none beats endpoint", env: map[string]string{envTracesExporter: "none", envEndpoint: "http://127.0.0.1:4317"}},
-		{name: "none in a list", env: map[string]string{envTracesExporter: "otlp, none"}},
+		{name: "nothing set: off"},
+		{name: "endpoint: on", env: map[string]string{envEndpoint: "http://127.0.0.1:1"}, on: true},
+		{name: "traces endpoint: on", env: map[string]string{envTracesEndpoint: "http://127.0.0.1:1/v1/traces"}, on: true},
+		{name: "exporter otlp without endpoint: on", env: map[string]string{envTracesExporter: "otlp"}, on: true},
+		{name: "exporter console: on", env: map[string]string{envTracesExporter: "console"}, on: true},
+		{name: "exporter none beats endpoint", env: map[string]string{envTracesExporter: "none", envEndpoint: "http://127.0.0.1:1"}},
 		{name: "SDK disabled", env: map[string]string{envSDKDisabled: "TRUE", envTracesExporter: "otlp"}},
-		{name: "SDK disabled false", env: map[string]string{envSDKDisabled: "false", envTracesExporter: "otlp"}, want: exporterChoice{true, protocolGRPC}},
-		{name: "http/protobuf", env: map[string]string{envEndpoint: "http://127.0.0.1:4318", envProtocol: "http/protobuf"}, want: exporterChoice{true, protocolHTTPProtobuf}},
-		{name: "traces protocol wins", env: map[string]string{envEndpoint: "x", envProtocol: "grpc", envTracesProtocol: "http/protobuf"}, want: exporterChoice{true, protocolHTTPProtobuf}},
-		{name: "explicit grpc", env: map[string]string{envEndpoint: "x", envProtocol: "GRPC"}, want: exporterChoice{true, protocolGRPC}},
-		{name: "protocol alone does not turn on", env: map[string]string{envProtocol: "http/protobuf"}},
-		{name: "http/json", env: map[string]string{envEndpoint: "x", envProtocol: "http/json"}, wantErrs: true},
-		{name: "unknown protocol", env: map[string]string{envEndpoint: "x", envTracesProtocol: "udp"}, wantErrs: true},
-		{name: "unsupported exporter", env: map[string]string{envTracesExporter: "zipkin"}, wantErrs: true},
+		{name: "SDK disabled false", env: map[string]string{envSDKDisabled: "false", envTracesExporter: "otlp"}, on: true},
+		{name: "grpc", env: map[string]string{envEndpoint: "http://127.0.0.1:1", envProtocol: "grpc"}, on: true},
+		{name: "traces protocol", env: map[string]string{envEndpoint: "http://127.0.0.1:1", envTracesProtocol: "http/protobuf"}, on: true},
+		{name: "protocol alone does not turn on", env: map[string]string{envProtocol: "grpc"}},
+		{name: "http/json", env: map[string]string{envEndpoint: "http://127.0.0.1:1", envProtocol: "http/json"}, wantErr: true},
+		{name: "unknown protocol", env: map[string]string{envEndpoint: "http://127.0.0.1:1", envTracesProtocol: "udp"}, wantErr: true},
+		{name: "unsupported exporter", env: map[string]string{envTracesExporter: "zipkin"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := chooseExporter(func(k string) string { return tc.env[k] })
-			if (err != nil) != tc.wantErrs {
-				t.Fatalf("err = %v, want error: %v", err, tc.wantErrs)
+			isolate(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
 			}
-			if got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
+			exp, err := newExporter(context.Background())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), supportedExporters) {
+				t.Errorf("error %q does not say what kdag supports", err)
+			}
+			if (exp != nil) != tc.on {
+				t.Fatalf("exporter %T, want tracing on: %v", exp, tc.on)
+			}
+			if exp != nil {
+				_ = exp.Shutdown(context.Background())
 			}
 		})
 	}
 }
 
-// TestSetupOTLPFromEnv builds the real OTLP exporters from the environment without exporting
-// anything (nothing listens on the endpoint; no span is started, so nothing connects).
-func TestSetupOTLPFromEnv(t *testing.T) {
-	for _, tc := range []struct{ protocol, endpoint string }{
-		{"", "http://127.0.0.1:1"},
-		{"grpc", "http://127.0.0.1:1"},
-		{"http/protobuf", "http://127.0.0.1:1"},
-	} {
-		t.Run("protocol="+tc.protocol, func(t *testing.T) {
-			isolate(t)
-			t.Setenv(envEndpoint, tc.endpoint)
-			if tc.protocol != "" {
-				t.Setenv(envProtocol, tc.protocol)
-			}
-			var chosen string
-			orig := newOTLPExporter
-			newOTLPExporter = func(ctx context.Context, protocol string) (sdktrace.SpanExporter, error) {
-				chosen = protocol
-				return orig(ctx, protocol)
-			}
-			t.Cleanup(func() { newOTLPExporter = orig })
-
-			shutdown, err := Setup(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := tc.protocol
-			if want == "" {
-				want = protocolGRPC
-			}
-			if chosen != want {
-				t.Errorf("exporter protocol = %q, want %q", chosen, want)
-			}
-			if _, ok := otel.GetTracerProvider().(*otbridge.TracerProvider); !ok {
-				t.Errorf("global tracer provider is %T, want the bridge-wrapped provider", otel.GetTracerProvider())
-			}
-			if _, ok := opentracing.GlobalTracer().(*otbridge.BridgeTracer); !ok {
-				t.Errorf("global OpenTracing tracer is %T, want the bridge", opentracing.GlobalTracer())
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := shutdown(ctx); err != nil {
-				t.Error(err)
-			}
-		})
+// TestSetup_ExportsOverHTTPByDefault: with an endpoint and no protocol, Setup exports over OTLP
+// http/protobuf, the specification's default: a span ended and flushed reaches the endpoint as a
+// POST to /v1/traces. Setup installs the bridge-wrapped provider and the OpenTracing bridge.
+func TestSetup_ExportsOverHTTPByDefault(t *testing.T) {
+	isolate(t)
+	posts := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts <- r.Method + " " + r.URL.Path + " " + r.Header.Get("Content-Type")
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	t.Setenv(envEndpoint, srv.URL)
+	shutdown, err := Setup(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := otel.GetTracerProvider().(*otbridge.TracerProvider); !ok {
+		t.Errorf("global tracer provider is %T, want the bridge-wrapped provider", otel.GetTracerProvider())
+	}
+	if _, ok := opentracing.GlobalTracer().(*otbridge.BridgeTracer); !ok {
+		t.Errorf("global OpenTracing tracer is %T, want the bridge", opentracing.GlobalTracer())
+	}
+	_, span := Tracer().Start(context.Background(), "exported")
+	span.End()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-posts:
+		if want := "POST /v1/traces application/x-protobuf"; got != want {
+			t.Errorf("the endpoint got %q, want %q", got, want)
+		}
+	default:
+		t.Error("the endpoint got no request: the span was not exported over http/protobuf")
 	}
 }
 
 func TestSetupErrors(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"unsupported exporter": {envTracesExporter: "console"},
+		"unsupported exporter": {envTracesExporter: "zipkin"},
 		"http/json":            {envEndpoint: "http://127.0.0.1:1", envProtocol: "http/json"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -78,6 +78,7 @@ func TestGiteaObservability(t *testing.T) {
 		isolateOTelEnv(t)
 		// Read by the OTLP exporter and the SDK's batch processor when Setup creates them.
 		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", jaegerInstance.otlpGRPC)
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc") // the endpoint is the gRPC receiver (the default is http/protobuf)
 		t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
 		t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "200")
 		shutdown, err := tracing.Setup(t.Context(), tracing.WithServiceName(service))

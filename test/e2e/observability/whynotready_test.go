@@ -51,6 +51,7 @@ func TestGiteaObservability_WhyNotReady(t *testing.T) {
 	service := "kdag-e2e-why-" + strconv.FormatUint(rand.Uint64(), 36)
 	isolateOTelEnv(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", jaegerInstance.otlpGRPC)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc") // the endpoint is the gRPC receiver (the default is http/protobuf)
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "200")
 	shutdownTracing, err := tracing.Setup(t.Context(), tracing.WithServiceName(service))
