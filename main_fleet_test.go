@@ -46,7 +46,7 @@ import (
 //     claim template is immutable, is a Recreate (by kdag, propagation Orphan).
 type nextValkey struct{ valkey.ResourceManager }
 
-func (r nextValkey) AddResources(ctx context.Context, v *giteav1alpha1.Valkey, b *controller.Builder) error {
+func (r nextValkey) AddResources(ctx context.Context, v *giteav1alpha1.Valkey, b *controller.Graph) error {
 	v = v.DeepCopy()
 	if _, set := v.Spec.Config["lazyfree-lazy-eviction"]; !set {
 		if v.Spec.Config == nil {
@@ -63,7 +63,7 @@ func (r nextValkey) AddResources(ctx context.Context, v *giteav1alpha1.Valkey, b
 
 type nextPostgreSQL struct{ postgresql.ResourceManager }
 
-func (r nextPostgreSQL) AddResources(ctx context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
+func (r nextPostgreSQL) AddResources(ctx context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Graph) error {
 	if pg.Spec.Storage.StorageClassName == nil {
 		pg = pg.DeepCopy()
 		pg.Spec.Storage.StorageClassName = ptr.To("standard")

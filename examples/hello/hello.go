@@ -27,7 +27,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 
 // AddResources implements controller.ResourceManager: the pages, the server that mounts them
 // (a change of the pages rolls its pods), and the Service, added once the server is available.
-func (ResourceManager) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (ResourceManager) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pages"}, Data: w.Spec.Data})
 	server := b.Add(deployment(w)) // mounts the pages: waits for them, rolls with them (inferred)
 	b.Add(service(w), controller.DependsOn(server))

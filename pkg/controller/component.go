@@ -273,7 +273,7 @@ type brokenManager struct{ err error }
 
 func (b brokenManager) newOwner() client.Object     { return nil }
 func (b brokenManager) ownedTypes() []client.Object { return nil }
-func (b brokenManager) addResources(context.Context, client.Object, *Builder) error {
+func (b brokenManager) addResources(context.Context, client.Object, *Graph) error {
 	return b.err
 }
 func (b brokenManager) validate(context.Context, client.Object) (bool, error) { return false, b.err }

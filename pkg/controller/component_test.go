@@ -60,7 +60,7 @@ func (rm endpointRM) ReportStatus(_ context.Context, w *testapi.Widget, report R
 // block, which the reporter cannot overwrite; a second pass writes nothing; a field the reporter
 // clears is removed from the live status.
 func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
-	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		return nil
 	}}}
@@ -254,7 +254,7 @@ func TestSetup_RBACCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+			rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 				return nil
 			}}

@@ -71,7 +71,7 @@ type Controller struct {
 	engine *apply.Engine
 	// revisions remembers the owners' last revision numbers (revision.go).
 	revisions revisions
-	// refs checks the objects of Builder.Reference nodes and wakes their owners on a change.
+	// refs checks the objects of Graph.Reference nodes and wakes their owners on a change.
 	refs *references
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
 	// are going away, and kdag makes no more attempts to create anything there.
@@ -479,7 +479,7 @@ func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *o
 		return nil, nil
 	}
 	b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind)
-	var build *BuildError
+	var build *GraphError
 	switch {
 	case errors.As(err, &build):
 		r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
@@ -554,7 +554,7 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 			return err
 		}
 		if err := g.AddNode(s.id, fn, blockers...); err != nil {
-			// The Builder checked IDs and blockers already; this is a bug.
+			// The Graph checked IDs and blockers already; this is a bug.
 			results[i] = nodeResult{spec: s, state: stateFailed, err: errors.Wrap(err, "add to graph")}
 			return results
 		}

@@ -53,7 +53,7 @@ func convergeLayers(w *testapi.Widget, width, depth int) [][]client.Object {
 
 // convergeRM is the kdag side of BenchmarkConverge: the width × depth graph of convergeLayers.
 func convergeRM(width, depth int) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		var prev []Node
 		for _, layer := range convergeLayers(w, width, depth) {
 			cur := make([]Node, len(layer))

@@ -92,7 +92,7 @@ func BenchmarkDriftRepair(b *testing.B) {
 // has no Service: envtest never frees a Service's cluster IP (no namespace controller), and a
 // Service per owner would fill the /24 service range within one run.
 func driftRM() funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		labels := map[string]string{"app": w.Name}
 		config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&appsv1.Deployment{

@@ -24,7 +24,7 @@ func (cache) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
 }
 
-func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Builder) error {
+func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	name := owner.GetName() + "-cache"
 	config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	deploy := b.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, controller.DependsOn(config))

@@ -28,7 +28,7 @@ func CtrlConfigSkipNameValidation() config.Controller { return ctrlConfigSkipNam
 
 // NewFuncRM returns the test ResourceManager over Widgets whose graph is add, owning ConfigMaps,
 // Secrets, Services, Deployments and the types of owned.
-func NewFuncRM(add func(w *testapi.Widget, b *Builder) error, owned ...client.Object) ResourceManager[*testapi.Widget] {
+func NewFuncRM(add func(w *testapi.Widget, b *Graph) error, owned ...client.Object) ResourceManager[*testapi.Widget] {
 	return funcRM{add: add}.owning(owned...)
 }
 

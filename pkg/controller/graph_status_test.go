@@ -30,7 +30,7 @@ func testOutcome(specs []*nodeSpec, states []nodeState) *outcome {
 	return r
 }
 
-// testSpecs links specs by blocker indices, as Builder.Add does.
+// testSpecs links specs by blocker indices, as Graph.Add does.
 func testSpecs(ids []NodeID, blockers [][]int) []*nodeSpec {
 	specs := make([]*nodeSpec, len(ids))
 	for i, id := range ids {

@@ -376,7 +376,7 @@ func (widgetRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}
 }
 
-func (rm widgetRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm widgetRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	w := owner
 	labels := map[string]string{"app": w.Name}
 	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data}, rm.configOpts...)
@@ -575,7 +575,7 @@ func mustAdapt(t testing.TB, rm ResourceManager[*testapi.Widget]) manager {
 // funcRM is a ResourceManager over Widgets whose graph is the add function; it owns ConfigMaps,
 // Secrets, Services, Deployments and the types in owned.
 type funcRM struct {
-	add   func(w *testapi.Widget, b *Builder) error
+	add   func(w *testapi.Widget, b *Graph) error
 	owned []client.Object
 }
 
@@ -589,7 +589,7 @@ func (rm funcRM) OwnedTypes() []client.Object {
 	return append([]client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}, rm.owned...)
 }
 
-func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	return rm.add(owner, b)
 }
 

@@ -115,12 +115,12 @@ type hookState struct {
 // a reconcile.TerminalError when a hook failed or timed out (the Job's watch events or a change
 // of the owner resume it), any other error when the status write or the Job's creation failed.
 //
-// When the graph cannot be built for good (a *BuildError, a terminal error of AddResources), no
+// When the graph cannot be built for good (a *GraphError, a terminal error of AddResources), no
 // hook can be rendered: the teardown goes on without them and a Warning event says so; a
 // transient error is returned, to be retried.
 func (c *Controller) runBeforeDelete(ctx context.Context, owner client.Object) (res reconcile.Result, done bool, err error) {
 	b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind)
-	var build *BuildError
+	var build *GraphError
 	switch {
 	case errors.As(err, &build) || isTerminal(err):
 		c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonBeforeDeleteFailed,

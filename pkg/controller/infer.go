@@ -14,7 +14,7 @@ import (
 // Dependencies inferred from references. Objects already say much of what they need: a pod
 // template that mounts a ConfigMap, reads a Secret or claims a volume, a RoleBinding that grants a
 // Role, an Ingress that routes to a Service. When both objects are nodes of the same graph, the
-// Builder adds the edge itself, once AddResources returned, and it behaves as a DependsOn edge:
+// Graph adds the edge itself, once AddResources returned, and it behaves as a DependsOn edge:
 // the dependent waits until the referenced node is applied and ready, and the referenced node's
 // content feeds the dependent's dependencies hash, so a changed ConfigMap rolls the pods that
 // mount it. What is read (typed objects only; an unstructured.Unstructured node is not read):
@@ -31,7 +31,7 @@ import (
 //     namespace).
 //
 // A reference to an object that is not a node of the graph adds nothing (kdag does not check that
-// such objects exist: Builder.Reference does); a Builder.Reference node is a node and counts.
+// such objects exist: Graph.Reference does); a Graph.Reference node is a node and counts.
 // Rules:
 //
 //   - a declared edge wins: when the dependent already names the referenced node with DependsOn
@@ -44,7 +44,7 @@ import (
 //     status's node list) is the order of Add calls, each node moved after its inferred blockers
 //     where needed.
 
-// NoInferredDependencies turns off, for this node, the edges the Builder infers from its
+// NoInferredDependencies turns off, for this node, the edges the Graph infers from its
 // references to other nodes: it then waits only for its DependsOn and After
 // blockers, and only DependsOn blockers feed its dependencies hash. For a node that names an
 // object but must not wait for it or roll with it.
@@ -55,7 +55,7 @@ func NoInferredDependencies() NodeOption {
 // inferDependencies adds to each node the edges its references to other nodes imply (see above),
 // after the declared ones and in graph order, and reorders the nodes when an inferred blocker was added after its
 // dependent. It runs once per graph built, so it reads typed objects only and allocates little.
-func (b *Builder) inferDependencies() {
+func (b *Graph) inferDependencies() {
 	var refs []NodeID
 	var forward [][2]int // dependent, blocker: blocker added after the dependent
 	for i, s := range b.nodes {
@@ -105,7 +105,7 @@ func (b *Builder) inferDependencies() {
 
 // sortInferred puts each node's inferred blockers in graph order, as an author would list them,
 // whatever the order of the references in the object.
-func (b *Builder) sortInferred() {
+func (b *Graph) sortInferred() {
 	for _, s := range b.nodes {
 		if s.inferred > 1 {
 			slices.SortFunc(s.blockers[len(s.blockers)-s.inferred:], func(x, y Node) int { return x.index - y.index })
@@ -128,7 +128,7 @@ func (s *nodeSpec) hasBlocker(j int) bool {
 func (s *nodeSpec) inferredBlocker(k int) bool { return k >= len(s.blockers)-s.inferred }
 
 // reaches reports whether node from waits, directly or through other nodes, for node to.
-func (b *Builder) reaches(from, to int, seen []bool) bool {
+func (b *Graph) reaches(from, to int, seen []bool) bool {
 	if from == to {
 		return true
 	}
@@ -147,7 +147,7 @@ func (b *Builder) reaches(from, to int, seen []bool) bool {
 // sortTopologically reorders the nodes so that each comes after its blockers, moving as few as
 // it can: a node keeps its place unless a blocker comes later, and then follows it. Node
 // indices in blockers and After lists and the index map follow.
-func (b *Builder) sortTopologically() {
+func (b *Graph) sortTopologically() {
 	order := make([]int, 0, len(b.nodes))
 	placed := make([]bool, len(b.nodes))
 	var place func(i int)

@@ -32,7 +32,7 @@ type ResourceManager[T client.Object] interface {
 	//
 	// A returned error fails the reconcile: wrapped with reconcile.TerminalError it marks the
 	// owner Stalled and waits for the owner to change; any other error is retried with backoff.
-	AddResources(ctx context.Context, owner T, b *Builder) error
+	AddResources(ctx context.Context, owner T, b *Graph) error
 }
 
 // Validator is an optional ResourceManager interface for semantic checks the API server's schema
@@ -151,7 +151,7 @@ func (r Report) Get(obj client.Object) (bool, error) {
 type manager interface {
 	newOwner() client.Object
 	ownedTypes() []client.Object
-	addResources(ctx context.Context, owner client.Object, b *Builder) error
+	addResources(ctx context.Context, owner client.Object, b *Graph) error
 	// validate, cleanup and reportStatus report false when the ResourceManager does not
 	// implement the interface.
 	validate(ctx context.Context, owner client.Object) (bool, error)
@@ -180,7 +180,7 @@ func (m typed[T]) newOwner() client.Object { return reflect.New(m.typ).Interface
 
 func (m typed[T]) ownedTypes() []client.Object { return m.rm.OwnedTypes() }
 
-func (m typed[T]) addResources(ctx context.Context, owner client.Object, b *Builder) error {
+func (m typed[T]) addResources(ctx context.Context, owner client.Object, b *Graph) error {
 	return m.rm.AddResources(ctx, owner.(T), b)
 }
 

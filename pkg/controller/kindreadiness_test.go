@@ -23,7 +23,7 @@ func (plainChildRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (rm plainChildRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm plainChildRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	if strings.HasSuffix(owner.Name, "-child") {
 		return nil
 	}

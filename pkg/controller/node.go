@@ -167,7 +167,7 @@ func needsFinalizer(owner client.Object, specs []*nodeSpec) bool {
 }
 
 // dependenciesHash combines the content hashes of the node's blockers (DependsOn, not After),
-// "" without such blockers. A Builder.Reference counts like an owned object: the hash of the
+// "" without such blockers. A Graph.Reference counts like an owned object: the hash of the
 // keys its dependents read.
 func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 	hashes := make(map[string]string, len(s.blockers))

@@ -104,7 +104,7 @@ func WithDriftBackoff(initial, maxBackoff time.Duration) Option {
 	return optionFunc(func(o *options) { o.DriftBackoff, o.DriftBackoffMax = initial, maxBackoff })
 }
 
-// WithReferenceNamespaces sets the namespaces whose objects Builder.Reference nodes may name:
+// WithReferenceNamespaces sets the namespaces whose objects Graph.Reference nodes may name:
 // the Controller watches the metadata of the referenced kinds there (the manager needs RBAC list
 // and watch on them). Default: all namespaces.
 func WithReferenceNamespaces(namespaces ...string) Option {
@@ -199,7 +199,7 @@ func WithReconcilerWrapper(wrap ReconcilerWrapper) Option {
 	})
 }
 
-// WithNamespacedReferences makes the informers of the objects that Builder.Reference and
+// WithNamespacedReferences makes the informers of the objects that Graph.Reference and
 // ProtectsData nodes watch (metadata only) hold only the namespaces in which the Controller's
 // owners reference objects, one informer per kind and namespace, started with the first owner
 // there that references the kind and stopped with the last one, instead of one informer per kind

@@ -49,12 +49,12 @@ type PlannedNode struct {
 	BeforeDelete time.Duration
 	// OrderOnly are the blockers given with After: order only, their content not hashed.
 	OrderOnly []NodeID
-	// Inferred are the blockers the Builder inferred from the object's references to other
+	// Inferred are the blockers the Graph inferred from the object's references to other
 	// nodes, not declared; they follow the declared ones in Blockers.
 	Inferred []NodeID
 	// Protects names the data the node's object opens (ProtectsData), or is the zero NodeID.
 	Protects NodeID
-	// Reference is a Builder.Reference node: an object kdag needs but never writes.
+	// Reference is a Graph.Reference node: an object kdag needs but never writes.
 	Reference bool
 	// RequireKeys are the keys a Reference node's object must hold (RequireKeys), sorted.
 	RequireKeys []string
@@ -66,7 +66,7 @@ type PlannedNode struct {
 // NewPlan builds owner's graph with rm, as a reconcile does (the same code, the same checks: a
 // node of a type rm does not declare in OwnedTypes is a mistake here too), without a cluster.
 // mapper may be nil: then every object without a namespace gets the owner's, cluster-scoped kinds
-// included. It returns the AddResources error, or a *BuildError listing the Builder mistakes.
+// included. It returns the AddResources error, or a *GraphError listing the Graph mistakes.
 func NewPlan[T client.Object](ctx context.Context, rm ResourceManager[T], owner T, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
 	m, err := adapt(rm)
 	if err != nil {
@@ -192,7 +192,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // String returns the node's ID followed by "  (after A, B; create-only; adopt; keep)" when it has
-// blockers or options ("reference: must exist, never written" for a Builder.Reference node); a
+// blockers or options ("reference: must exist, never written" for a Graph.Reference node); a
 // blocker reads "A (order only)" when given with After, "A (inferred)" when inferred from a
 // reference.
 func (n PlannedNode) String() string { return n.ID.String() + n.describe() }

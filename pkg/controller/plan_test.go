@@ -29,7 +29,7 @@ func (secretApp) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &appsv1.Deployment{}}
 }
 
-func (secretApp) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Builder) error {
+func (secretApp) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	name := owner.GetName()
 	secret := b.Add(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-secret"},

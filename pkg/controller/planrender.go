@@ -21,7 +21,7 @@ type RenderedNode struct {
 	// kdag's labels, owner reference, keep annotation, dependencies hash and desired hash. Nil
 	// for a Reference node, which is never written.
 	Desired *unstructured.Unstructured
-	// Waiting says why a reconcile would not apply the node yet: a Builder.Reference, the node's
+	// Waiting says why a reconcile would not apply the node yet: a Graph.Reference, the node's
 	// own or a blocker's (at any depth), that does not exist or lacks a required key. "" when
 	// nothing holds it back that the plan can see (readiness is not predicted).
 	Waiting string

@@ -24,7 +24,7 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string { return e.Reason }
 
-// childStalledError is ConditionReady's error for a Stalled child. It is terminal, like a
+// childStalledError is CustomResourceReady's error for a Stalled child. It is terminal, like a
 // reconcile.TerminalError, without that error's "terminal error: " prefix in the owner's
 // conditions.
 type childStalledError struct{ reason, message string }
@@ -42,7 +42,7 @@ func (e *childStalledError) Is(target error) bool {
 	return errors.Is(reconcile.TerminalError(nil), target)
 }
 
-// ConditionReady is a ReadyFunc for custom resources whose controller follows the kstatus
+// CustomResourceReady is a ReadyFunc for custom resources whose controller follows the kstatus
 // conventions, kdag owners among them: ready when status.observedGeneration equals
 // metadata.generation and the Ready condition is True. Use it with ReadyWhen for child custom
 // resources: kstatus alone calls a resource whose controller has not written any status yet
@@ -53,7 +53,7 @@ func (e *childStalledError) Is(target error) bool {
 // with that message (*NotReadyError); a child Stalled=True for its current generation fails the
 // node with a terminal error carrying the child's reason and message, since only a change of the
 // child's spec, which the owner writes, can help.
-func ConditionReady(live client.Object) (bool, error) {
+func CustomResourceReady(live client.Object) (bool, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 	if err != nil {
 		return false, errors.Wrap(err, "convert")

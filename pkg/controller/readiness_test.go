@@ -43,25 +43,25 @@ func TestConditionReady(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: tt.generation}}
 			w.Status.Status = tt.status
-			got, err := ConditionReady(w)
+			got, err := CustomResourceReady(w)
 			var nr *NotReadyError
 			switch {
 			case tt.wantWaiting != "":
 				if got || !errors.As(err, &nr) || nr.Reason != tt.wantWaiting {
-					t.Fatalf("ConditionReady() = %v, %v; want false, NotReadyError %q", got, err, tt.wantWaiting)
+					t.Fatalf("CustomResourceReady() = %v, %v; want false, NotReadyError %q", got, err, tt.wantWaiting)
 				}
 			case tt.wantTerminal != "":
 				if got || err == nil || !isTerminalErr(err) || err.Error() != tt.wantTerminal {
-					t.Fatalf("ConditionReady() = %v, %v; want false and a terminal error %q", got, err, tt.wantTerminal)
+					t.Fatalf("CustomResourceReady() = %v, %v; want false and a terminal error %q", got, err, tt.wantTerminal)
 				}
 			case err != nil || got != tt.want:
-				t.Fatalf("ConditionReady() = %v, %v; want %v", got, err, tt.want)
+				t.Fatalf("CustomResourceReady() = %v, %v; want %v", got, err, tt.want)
 			}
 		})
 	}
 }
 
-// childRM makes each Widget the owner of one child Widget "<name>-child", gated on ConditionReady,
+// childRM makes each Widget the owner of one child Widget "<name>-child", gated on CustomResourceReady,
 // and of a ConfigMap that waits for the child.
 type childRM struct{}
 
@@ -69,13 +69,13 @@ func (childRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	w := owner
 	if strings.HasSuffix(w.Name, "-child") {
 		return nil
 	}
 	child := b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}},
-		ReadyWhen(ConditionReady))
+		ReadyWhen(CustomResourceReady))
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-child"}}, DependsOn(child))
 	return nil
 }

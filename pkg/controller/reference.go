@@ -28,7 +28,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
-// references checks the objects of Builder.Reference nodes on every reconcile and wakes their
+// references checks the objects of Graph.Reference nodes on every reconcile and wakes their
 // owners when they change. Referenced objects carry no kdag label, so the manager's
 // label-selected cache does not hold them: references keeps informers of its own that hold only
 // their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
@@ -254,7 +254,7 @@ func stripManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// watched is an object whose changes reconcile the owners that need it: a Builder.Reference
+// watched is an object whose changes reconcile the owners that need it: a Graph.Reference
 // node's object, or, for a ProtectsData node, its own object and the data it protects (a key
 // restored without kdag's labels, which the manager's cache does not see, must wake the owner).
 type watched struct {
@@ -387,7 +387,7 @@ func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
 	}
 }
 
-// check returns nil when the object of the Builder.Reference node s exists and holds the keys the
+// check returns nil when the object of the Graph.Reference node s exists and holds the keys the
 // node requires, with res.contentHash set to the hash of what dependents read (the required keys,
 // or all of a Secret's or ConfigMap's data, or another kind's spec). A missing object or key
 // keeps the node waiting (*waitingError) with a message naming the object and what to do; the

@@ -560,7 +560,7 @@ type scaleRM struct{ children int }
 
 func (scaleRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	for i := range rm.children {
 		b.Add(scaleChildObject(owner, i))
 	}

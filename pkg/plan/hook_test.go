@@ -27,7 +27,7 @@ func (hooked) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &batchv1.Job{}}
 }
 
-func (hooked) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (hooked) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 	b.Add(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-backup"},

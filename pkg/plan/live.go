@@ -104,7 +104,7 @@ type OwnerChanges struct {
 	// create that applying the file makes, as a server-side dry run), its message as the server
 	// gave it. Its objects and child owners are then not planned: Changes is empty.
 	Error string `json:"error,omitempty" yaml:"error,omitempty"`
-	// Changes are the graph's nodes in plan order (Builder.Reference nodes, never written, left
+	// Changes are the graph's nodes in plan order (Graph.Reference nodes, never written, left
 	// out), then the objects a reconcile would prune or orphan, sorted.
 	Changes []Change `json:"changes" yaml:"changes"`
 }

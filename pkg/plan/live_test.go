@@ -47,7 +47,7 @@ func (shop) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &batchv1.Job{}}
 }
 
-func (shop) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (shop) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"greeting": w.Spec.Data["greeting"]}})
 	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-token"}, StringData: map[string]string{"token": w.Spec.Data["token"]}})
 	var jobOpts []controller.NodeOption

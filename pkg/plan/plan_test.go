@@ -29,7 +29,7 @@ func (widgets) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}}
 }
 
-func (widgets) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (widgets) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	cm := b.Add(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 		Data: map[string]string{
