@@ -555,7 +555,7 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 		}
 		if err := g.AddNode(s.id, fn, blockers...); err != nil {
 			// The Graph checked IDs and blockers already; this is a bug.
-			results[i] = nodeResult{spec: s, state: stateFailed, err: errors.Wrap(err, "add to graph")}
+			results[i] = nodeResult{spec: s, state: kdagv1alpha1.NodeFailed, err: errors.Wrap(err, "add to graph")}
 			return results
 		}
 	}
@@ -567,18 +567,18 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 		res.started, res.ended = nr.Start, nr.End
 		switch nr.Outcome {
 		case graph.Succeeded:
-			res.state = stateReady
+			res.state = kdagv1alpha1.NodeReady
 		case graph.Failed:
 			var w *waitingError
 			if errors.As(nr.Err, &w) {
-				res.state, res.message, res.detail = stateWaiting, w.Error(), w.detail
+				res.state, res.message, res.detail = kdagv1alpha1.NodeWaiting, w.Error(), w.detail
 			} else {
-				res.state, res.err = stateFailed, nr.Err
+				res.state, res.err = kdagv1alpha1.NodeFailed, nr.Err
 			}
 		case graph.Blocked:
-			res.state, res.message = stateBlocked, "waiting for "+nr.BlockedBy.String()
+			res.state, res.message = kdagv1alpha1.NodeBlocked, "waiting for "+nr.BlockedBy.String()
 		case graph.Canceled:
-			res.state, res.message = stateCanceled, "reconcile ended before this node ran"
+			res.state, res.message = kdagv1alpha1.NodeCanceled, "reconcile ended before this node ran"
 		}
 	}
 	recordSkippedNodeSpans(ctx, results, run)

@@ -87,7 +87,7 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 			attrGVK.String(results[i].spec.gvk.String()),
 			attrNamespace.String(n.ID.Namespace),
 			attrName.String(n.ID.Name),
-			attrOutcome.String(string(results[i].state.api())),
+			attrOutcome.String(string(results[i].state)),
 			attrBlockedBy.String(n.BlockedBy.String()),
 		))
 		span.End()
@@ -103,7 +103,7 @@ func (c *Controller) observeRun(owner client.Object, r *outcome, d time.Duration
 		if n.action == "" {
 			continue
 		}
-		c.metrics.ObserveNode(c.name, n.spec.id.Kind, string(n.action), string(n.state.api()), n.duration)
+		c.metrics.ObserveNode(c.name, n.spec.id.Kind, string(n.action), string(n.state), n.duration)
 		switch {
 		case n.action == apply.Reported && !n.driftRepeat:
 			c.metrics.DriftReported(c.name, n.spec.id.Kind)

@@ -228,7 +228,7 @@ func (r *outcome) revisionNodes() []revision.NodeChange {
 				ch.Drifted = slices.Clone(n.drifted)
 			}
 		case apply.Recreating:
-			if n.state == stateFailed { // the delete did not go through
+			if n.state == kdagv1alpha1.NodeFailed { // the delete did not go through
 				continue
 			}
 			ch.Fields = slices.Clone(n.drifted)

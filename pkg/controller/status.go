@@ -92,7 +92,7 @@ func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *o
 	rep := Report{Ready: r.allReady(), nodes: make([]nodeReport, len(r.nodes)), scheme: c.scheme, namespace: owner.GetNamespace()}
 	for i := range r.nodes {
 		n := &r.nodes[i]
-		rep.nodes[i] = nodeReport{id: n.spec.id, state: n.state.api(), object: n.live}
+		rep.nodes[i] = nodeReport{id: n.spec.id, state: n.state, object: n.live}
 	}
 	reported, ok := owner.DeepCopyObject().(client.Object)
 	if !ok {
@@ -252,7 +252,7 @@ func (r *outcome) driftMessage() string {
 func (r *outcome) waitingMessage() string {
 	var names []string
 	for i := range r.nodes {
-		if n := &r.nodes[i]; n.state == stateWaiting {
+		if n := &r.nodes[i]; n.state == kdagv1alpha1.NodeWaiting {
 			name := n.spec.id.String()
 			if n.detail != "" {
 				name += " (" + truncate(n.detail, 256) + ")"
@@ -282,7 +282,7 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 		Total: int32(len(r.nodes)), Ready: int32(r.ready), Waiting: int32(r.waiting),
 		Failed: int32(r.failed), Blocked: int32(r.blocked), Canceled: int32(r.canceled),
 	}
-	for _, want := range []nodeState{stateFailed, stateWaiting, stateBlocked, stateCanceled} {
+	for _, want := range []kdagv1alpha1.NodeState{kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled} {
 		for i := range r.nodes {
 			n := &r.nodes[i]
 			if n.state != want || len(g.NotReady) >= kdagv1alpha1.MaxNotReady {
@@ -294,7 +294,7 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 			}
 			g.NotReady = append(g.NotReady, kdagv1alpha1.NodeStatus{
 				Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace, Name: n.spec.id.Name,
-				State: want.api(), Message: truncate(msg, 256),
+				State: want, Message: truncate(msg, 256),
 			})
 		}
 	}
@@ -317,7 +317,7 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 		}
 		gn := kdagv1alpha1.GraphNode{
 			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
-			State: r.nodes[i].state.api(),
+			State: r.nodes[i].state,
 		}
 		for k, b := range s.blockers {
 			gn.Blockers = append(gn.Blockers, int32(b.index))
@@ -328,10 +328,6 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 		nodes[i] = gn
 	}
 	return nodes
-}
-
-func (s nodeState) api() kdagv1alpha1.NodeState {
-	return [...]kdagv1alpha1.NodeState{kdagv1alpha1.NodeReady, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled}[s]
 }
 
 // emitNodeEvents records what changed in the cluster. Created, updated and pruned objects get one
@@ -360,7 +356,7 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 				c.event(ctx, owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
 			}
 		case apply.Recreating:
-			if n.state != stateFailed { // the delete went through
+			if n.state != kdagv1alpha1.NodeFailed { // the delete went through
 				c.event(ctx, owner, corev1.EventTypeNormal, "Recreating", "Deleted %s to create it again: immutable %s changed",
 					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
 			}
