@@ -28,43 +28,48 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// Action is what applying an owner would do to one object, as the live plan finds it.
-type Action string
+// The live plan says what applying an owner would do to each object with apply.Action, the
+// action the reconcile reports when it does it; its text, YAML and JSON give each action the
+// word of a plan (actionWords):
+//
+//   - Create (apply.Created): the object does not exist; the reconcile creates it.
+//   - Update (apply.Applied): the object is the owner's and the API server's dry run of kdag's
+//     apply changes it (Change.Diff says how).
+//   - Unchanged (apply.Skipped): the dry run changes nothing, or the node is create-only or
+//     finished and holds its labels.
+//   - Recreate (apply.Recreating): the API server refuses the apply because it changes an
+//     immutable field (named in Change.Reason); kdag cannot update the object: it must be
+//     deleted and created again.
+//   - Refused (apply.Refused): an object of that name exists, is not the owner's
+//     (apply.Engine.Owns) and may not be adopted; the reconcile fails on it and never writes it.
+//   - Prune (apply.Pruned): an object that carries the owner's labels and is its own, but that
+//     the graph no longer holds; the reconcile deletes it.
+//   - Keep (apply.Orphaned): like Prune, but kept (kdag.dev/resource-policy: keep, apply.Kept):
+//     orphaned, not deleted.
+var actionWords = map[apply.Action]string{
+	apply.Created: "Create", apply.Applied: "Update", apply.Skipped: "Unchanged", apply.Recreating: "Recreate",
+	apply.Refused: "Refused", apply.Pruned: "Prune", apply.Orphaned: "Keep",
+}
 
-// Actions of the live plan.
-const (
-	// Create: the object does not exist; the reconcile creates it.
-	Create Action = "Create"
-	// Update: the object is the owner's and the API server's dry run of kdag's apply changes it
-	// (Change.Diff says how).
-	Update Action = "Update"
-	// Unchanged: the dry run changes nothing, or the node is create-only or finished and holds
-	// its labels.
-	Unchanged Action = "Unchanged"
-	// Recreate: the API server refuses the apply because it changes an immutable field (named in
-	// Change.Reason); kdag cannot update the object: it must be deleted and created again.
-	Recreate Action = "Recreate"
-	// Refused: an object of that name exists, is not the owner's (apply.Engine.Owns) and may not
-	// be adopted; the reconcile fails on it and never writes it.
-	Refused Action = "Refused"
-	// Prune: an object that carries the owner's labels and is its own, but that the graph no
-	// longer holds; the reconcile deletes it.
-	Prune Action = "Prune"
-	// Keep: like Prune, but kept (kdag.dev/resource-policy: keep, apply.Kept): orphaned, not
-	// deleted.
-	Keep Action = "Keep"
-)
+// actionWord is a's word in a plan (actionWords), or a itself for an action no plan reports.
+func actionWord(a apply.Action) string {
+	if w, ok := actionWords[a]; ok {
+		return w
+	}
+	return string(a)
+}
 
 // changing reports whether the cluster differs from the plan for the object: anything but
-// Unchanged (a Refused object differs too, and the reconcile would fail on it).
-func (a Action) changing() bool { return a != Unchanged }
+// apply.Skipped (a Refused object differs too, and the reconcile would fail on it).
+func changing(a apply.Action) bool { return a != apply.Skipped }
 
 // Change is what applying an owner would do to one object.
 type Change struct {
-	Action    Action `json:"action" yaml:"action"`
-	Kind      string `json:"kind" yaml:"kind"`
-	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Name      string `json:"name" yaml:"name"`
+	// Action is what the reconcile would do; written as the plan's word for it (actionWords).
+	Action    apply.Action `json:"action" yaml:"action"`
+	Kind      string       `json:"kind" yaml:"kind"`
+	Namespace string       `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name      string       `json:"name" yaml:"name"`
 	// Reason says why: an adoption, the immutable field of a Recreate, the AdoptionError of a
 	// Refused, the keep policy of a Keep, a reference the reconcile would wait for.
 	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
@@ -88,6 +93,29 @@ func (c Change) title() string {
 		return c.Kind + " " + c.Name
 	}
 	return c.Kind + " " + c.Namespace + "/" + c.Name
+}
+
+// changeWire is a Change as the plan writes it: the action as the plan's word.
+type changeWire struct {
+	Action    string   `json:"action" yaml:"action"`
+	Kind      string   `json:"kind" yaml:"kind"`
+	Namespace string   `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name      string   `json:"name" yaml:"name"`
+	Reason    string   `json:"reason,omitempty" yaml:"reason,omitempty"`
+	Fields    []string `json:"fields,omitempty" yaml:"fields,omitempty"`
+	Diff      string   `json:"diff,omitempty" yaml:"diff,omitempty"`
+	Error     string   `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// MarshalJSON writes c with its action as the plan's word ("Create"), not apply's ("created").
+func (c Change) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire()) }
+
+// MarshalYAML is MarshalJSON's YAML counterpart.
+func (c Change) MarshalYAML() (any, error) { return c.wire(), nil }
+
+func (c Change) wire() changeWire {
+	return changeWire{Action: actionWord(c.Action), Kind: c.Kind, Namespace: c.Namespace, Name: c.Name,
+		Reason: c.Reason, Fields: c.Fields, Diff: c.Diff, Error: c.Error}
 }
 
 // OwnerChanges are the changes of one owner's objects.
@@ -332,17 +360,17 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	policy := apply.Policy{CreateOnly: n.CreateOnly, Adopt: n.Adopt}
 	if n.BeforeDelete > 0 {
 		// A hook: only the owner's teardown creates it, and nothing ever updates it.
-		ch.Action = Unchanged
+		ch.Action = apply.Skipped
 		ch.Reason = join(ch.Reason, "BeforeDelete hook: runs only when the owner is deleted")
 		return ch, nil
 	}
 	if live == nil {
 		if n.Finished {
-			ch.Action = Unchanged
+			ch.Action = apply.Skipped
 			ch.Reason = join(ch.Reason, "finished: not created again")
 			return ch, nil
 		}
-		ch.Action = Create
+		ch.Action = apply.Created
 		desired := n.Desired.DeepCopy()
 		desired.SetResourceVersion("1") // as apply.Engine.CreateIfAbsent: only if absent
 		return ch, r.dryRun(ch, n.Recreate, n.Desired, nil, func() error { return r.apply(ctx, desired) })
@@ -350,7 +378,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	adopt, err := r.engine.Admits(r.owner, n.Desired, live, policy)
 	var refused *apply.AdoptionError
 	if errors.As(err, &refused) {
-		ch.Action, ch.Reason = Refused, join(refused.Error(), ch.Reason)
+		ch.Action, ch.Reason = apply.Refused, join(refused.Error(), ch.Reason)
 		return ch, nil
 	}
 	if adopt {
@@ -361,7 +389,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		return ch, r.diff(ch, n.Desired, live, n.Recreate, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
 	}
 	if n.CreateOnly {
-		ch.Action = Unchanged
+		ch.Action = apply.Skipped
 		return ch, nil
 	}
 	desired := n.Desired.DeepCopy()
@@ -387,9 +415,9 @@ func (r *liveRun) diff(ch *Change, desired, live *unstructured.Unstructured, rec
 	if err != nil {
 		return errors.Wrapf(err, "diff %s", ch.title())
 	}
-	ch.Action, ch.Diff = Update, d
+	ch.Action, ch.Diff = apply.Applied, d
 	if d == "" {
-		ch.Action = Unchanged
+		ch.Action = apply.Skipped
 		return nil
 	}
 	ch.Fields = changedFields(comparable(live), comparable(after))
@@ -411,7 +439,7 @@ func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, desire
 		return nil
 	}
 	if fields := apply.ChangedImmutableFields(err, desired, live); len(fields) > 0 {
-		ch.Action, ch.Fields = Recreate, fields
+		ch.Action, ch.Fields = apply.Recreating, fields
 		what := strings.Join(fields, ", ") + " is immutable: "
 		if len(fields) > 1 {
 			what = strings.Join(fields, ", ") + " are immutable: "
@@ -426,12 +454,12 @@ func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, desire
 	}
 	if apply.IsInvalid(err) || apply.VolumeExpansionForbidden(err) {
 		if ch.Action == "" {
-			ch.Action = Update
+			ch.Action = apply.Applied
 		}
 		ch.Error = err.Error()
 		return nil
 	}
-	if ch.Action == Create && apierrors.IsNotFound(err) {
+	if ch.Action == apply.Created && apierrors.IsNotFound(err) {
 		ch.Reason = join("its namespace does not exist yet", ch.Reason)
 		return nil
 	}
@@ -483,9 +511,9 @@ func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp contro
 			if inGraph[id] || obj.GetDeletionTimestamp() != nil || !r.engine.Owns(r.owner, obj) {
 				continue
 			}
-			ch := Change{Action: Prune, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Reason: "no longer in the graph: deleted"}
+			ch := Change{Action: apply.Pruned, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Reason: "no longer in the graph: deleted"}
 			if apply.Kept(obj) {
-				ch.Action, ch.Reason = Keep, "no longer in the graph, kept ("+kdagv1alpha1.AnnotationResourcePolicy+": "+
+				ch.Action, ch.Reason = apply.Orphaned, "no longer in the graph, kept ("+kdagv1alpha1.AnnotationResourcePolicy+": "+
 					kdagv1alpha1.ResourcePolicyKeep+"): orphaned, not deleted"
 			}
 			out = append(out, ch)
@@ -552,11 +580,11 @@ func WriteChanges(w io.Writer, changes []OwnerChanges, format Format) error {
 			}
 			b.WriteString("\n")
 			if oc.Error != "" {
-				fmt.Fprintf(&b, "  %-9s  %s\n      error: %s\n      %s\n", Refused, oc.Owner, oc.Error,
+				fmt.Fprintf(&b, "  %-9s  %s\n      error: %s\n      %s\n", actionWord(apply.Refused), oc.Owner, oc.Error,
 					"the API server refuses the owner's spec: its objects are not planned; fix the spec and plan again")
 			}
 			for _, c := range oc.Changes {
-				fmt.Fprintf(&b, "  %-9s  %s\n", c.Action, c.title())
+				fmt.Fprintf(&b, "  %-9s  %s\n", actionWord(c.Action), c.title())
 				if c.Reason != "" {
 					fmt.Fprintf(&b, "      %s\n", c.Reason)
 				}
@@ -618,7 +646,7 @@ func Status(changes []OwnerChanges) error {
 			if c.Error != "" {
 				refused = append(refused, c.title())
 			}
-			changed = changed || c.Action.changing()
+			changed = changed || changing(c.Action)
 		}
 	}
 	switch {

@@ -357,9 +357,9 @@ func TestRun_LiveFlagErrors(t *testing.T) {
 
 func TestWriteChanges(t *testing.T) {
 	changes := []plan.OwnerChanges{{Owner: "Widget ns/shop", Exists: true, Changes: []plan.Change{
-		{Action: plan.Update, Kind: "ConfigMap", Namespace: "ns", Name: "a", Diff: "--- live\n+++ planned\n@@ -1 +1 @@\n-x\n+y\n"},
-		{Action: plan.Recreate, Kind: "Job", Namespace: "ns", Name: "b", Reason: "spec.template is immutable"},
-		{Action: plan.Create, Kind: "Namespace", Name: "c", Error: "invalid"},
+		{Action: apply.Applied, Kind: "ConfigMap", Namespace: "ns", Name: "a", Diff: "--- live\n+++ planned\n@@ -1 +1 @@\n-x\n+y\n"},
+		{Action: apply.Recreating, Kind: "Job", Namespace: "ns", Name: "b", Reason: "spec.template is immutable"},
+		{Action: apply.Created, Kind: "Namespace", Name: "c", Error: "invalid"},
 	}}}
 	for _, tc := range []struct {
 		format plan.Format
@@ -393,11 +393,11 @@ func TestStatusAndExitCode(t *testing.T) {
 		want    int
 	}{
 		{"nothing", nil, 0},
-		{"unchanged only", of(plan.Change{Action: plan.Unchanged}, plan.Change{Action: plan.Unchanged}), 0},
-		{"a refused object differs", of(plan.Change{Action: plan.Unchanged}, plan.Change{Action: plan.Refused}), 1},
-		{"a create", of(plan.Change{Action: plan.Unchanged}, plan.Change{Action: plan.Create}), 1},
-		{"a keep", of(plan.Change{Action: plan.Keep}), 1},
-		{"an object the API server refuses", of(plan.Change{Action: plan.Update, Kind: "ConfigMap", Name: "a", Error: "invalid"}), 2},
+		{"unchanged only", of(plan.Change{Action: apply.Skipped}, plan.Change{Action: apply.Skipped}), 0},
+		{"a refused object differs", of(plan.Change{Action: apply.Skipped}, plan.Change{Action: apply.Refused}), 1},
+		{"a create", of(plan.Change{Action: apply.Skipped}, plan.Change{Action: apply.Created}), 1},
+		{"a keep", of(plan.Change{Action: apply.Orphaned}), 1},
+		{"an object the API server refuses", of(plan.Change{Action: apply.Applied, Kind: "ConfigMap", Name: "a", Error: "invalid"}), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := plan.ExitCode(plan.Status(tc.changes)); got != tc.want {
