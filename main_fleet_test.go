@@ -30,6 +30,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 )
@@ -257,7 +258,7 @@ func deployTree(ctx context.Context, env *envtest.Environment, components map[sc
 		return err
 	}
 	ao := apply.Owner{Object: owner, Kind: gvk.Kind, Controller: comp.Name()}
-	read := func(id controller.NodeID, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	read := func(id graph.NodeID, gvk schema.GroupVersionKind) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, u); err != nil {
@@ -265,11 +266,11 @@ func deployTree(ctx context.Context, env *envtest.Environment, components map[sc
 		}
 		return u
 	}
-	byID := map[controller.NodeID]schema.GroupVersionKind{}
+	byID := map[graph.NodeID]schema.GroupVersionKind{}
 	for _, n := range p.Nodes {
 		byID[n.ID] = n.GVK
 	}
-	nodes, err := p.Render(ao, env.Scheme, func(id controller.NodeID) *unstructured.Unstructured { return read(id, byID[id]) })
+	nodes, err := p.Render(ao, env.Scheme, func(id graph.NodeID) *unstructured.Unstructured { return read(id, byID[id]) })
 	if err != nil {
 		return err
 	}

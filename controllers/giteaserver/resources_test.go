@@ -21,6 +21,7 @@ import (
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	kgraph "github.com/kdag-dev/kdag/pkg/graph"
 )
 
 var scheme = runtime.NewScheme()
@@ -125,7 +126,7 @@ func blockers(n *controller.PlannedNode) []string {
 }
 
 // marked returns the "Kind name" of n's blockers in ids (Inferred or OrderOnly), in order.
-func marked(ids []controller.NodeID) []string {
+func marked(ids []kgraph.NodeID) []string {
 	var out []string
 	for _, b := range ids {
 		out = append(out, b.Kind+" "+b.Name)

@@ -11,6 +11,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // TestDump_OnlyWithDeletionPolicyDelete: a PostgreSQL with deletionPolicy Delete has a kept dump
@@ -50,7 +51,7 @@ func TestDump_OnlyWithDeletionPolicyDelete(t *testing.T) {
 			}
 			for _, blocker := range []string{"StatefulSet default/demo-postgresql", "PersistentVolumeClaim default/demo-postgresql-dump",
 				"Secret default/demo-postgresql-credentials"} {
-				if !slices.ContainsFunc(jobNode.Blockers, func(id controller.NodeID) bool { return id.String() == blocker }) {
+				if !slices.ContainsFunc(jobNode.Blockers, func(id graph.NodeID) bool { return id.String() == blocker }) {
 					t.Errorf("dump Job blockers %v, want %s", jobNode.Blockers, blocker)
 				}
 			}

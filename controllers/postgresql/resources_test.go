@@ -21,6 +21,7 @@ import (
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 var scheme = runtime.NewScheme()
@@ -109,12 +110,12 @@ func TestAddResources_Graph(t *testing.T) {
 			if !secretNode.CreateOnly || stsNode.CreateOnly || p.Nodes[1].CreateOnly || claimNode.CreateOnly {
 				t.Error("only the credentials Secret must be create-only (its password is generated once)")
 			}
-			if got := []controller.NodeID{claimNode.ID, secretNode.ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
+			if got := []graph.NodeID{claimNode.ID, secretNode.ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
 				t.Errorf("StatefulSet blockers = %v, want the claim, the Secret and the Service", stsNode.Blockers)
 			}
 			// The data claim is created after the key that opens it (ProtectsData), and the
 			// StatefulSet is re-created, its pod orphaned, when its claim template changes.
-			if got := []controller.NodeID{secretNode.ID}; !slices.Equal(claimNode.Blockers, got) || !claimNode.Adopt {
+			if got := []graph.NodeID{secretNode.ID}; !slices.Equal(claimNode.Blockers, got) || !claimNode.Adopt {
 				t.Errorf("claim blockers %v adopt %v, want after the Secret and adopting the StatefulSet controller's claim", claimNode.Blockers, claimNode.Adopt)
 			}
 			if stsNode.Recreate != metav1.DeletePropagationOrphan {

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -107,8 +108,8 @@ func TestReport_GetAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := Report{scheme: scheme, namespace: "ns", nodes: []nodeReport{
-		{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, state: kdagv1alpha1.NodeReady, object: u},
-		{id: NodeID{Kind: "Secret", Namespace: "ns", Name: "key"}, state: kdagv1alpha1.NodeBlocked},
+		{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, state: kdagv1alpha1.NodeReady, object: u},
+		{id: graph.NodeID{Kind: "Secret", Namespace: "ns", Name: "key"}, state: kdagv1alpha1.NodeBlocked},
 	}}
 	type unknown struct{ corev1.ConfigMap } // not in the scheme
 	for _, tc := range []struct {

@@ -460,7 +460,7 @@ const keptRequeue = 100 * time.Millisecond
 
 // prepareGraph validates the owner and builds its graph (buildGraph), under the "build graph" span. It
 // returns nil nodes (and records the error in r) when the graph cannot be built.
-func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[NodeID]int) {
+func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[graph.NodeID]int) {
 	ctx, span := startSpan(ctx, spanBuildGraph)
 	defer func() {
 		span.SetAttributes(attrNodes.Int(len(specs)))
@@ -525,10 +525,10 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 	for _, s := range specs {
 		edges += len(s.blockers)
 	}
-	g := graph.New[NodeID](graph.Options{SizeHint: len(specs), EdgeHint: edges})
+	g := graph.New[graph.NodeID](graph.Options{SizeHint: len(specs), EdgeHint: edges})
 	for i, s := range specs {
 		results[i].spec = s // before the run: dependents read their blockers' specs
-		blockers := make([]NodeID, len(s.blockers))
+		blockers := make([]graph.NodeID, len(s.blockers))
 		for j, bl := range s.blockers {
 			blockers[j] = bl.id
 		}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // criticalPath returns the indices in r.nodes of the chain of nodes that set the graph run's wall
@@ -93,7 +94,7 @@ func (r *outcome) waitingFor(old *kdagv1alpha1.WaitingFor, now time.Time) *kdagv
 			}
 		}
 	}
-	var id NodeID
+	var id graph.NodeID
 	state := kdagv1alpha1.NodeWaiting
 	switch {
 	case pick >= 0:
@@ -119,6 +120,6 @@ func (r *outcome) waitingFor(old *kdagv1alpha1.WaitingFor, now time.Time) *kdagv
 }
 
 // sameObject reports whether w names the object id.
-func sameObject(w *kdagv1alpha1.WaitingFor, id NodeID) bool {
+func sameObject(w *kdagv1alpha1.WaitingFor, id graph.NodeID) bool {
 	return w.Group == id.Group && w.Kind == id.Kind && w.Namespace == id.Namespace && w.Name == id.Name
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // pathOutcome builds an outcome of nodes named by letter; blockers by index; times in ms as
@@ -22,9 +23,9 @@ type pathNode struct {
 func pathOutcome(nodes ...pathNode) *outcome {
 	r := &outcome{}
 	for _, n := range nodes {
-		s := &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: n.name}}
+		s := &nodeSpec{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: n.name}}
 		for _, b := range n.blockers {
-			s.blockers = append(s.blockers, Node{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: nodes[b].name}, index: b})
+			s.blockers = append(s.blockers, Node{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: nodes[b].name}, index: b})
 		}
 		ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
 		if n.state == "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,33 +19,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// NodeID identifies a node of an owner's graph: the object's group, kind, namespace and name.
-// It is comparable and stable across reconciles (the version is left out: it names the same
-// object).
-type NodeID struct {
-	Group, Kind, Namespace, Name string
-}
-
-// String returns "Kind namespace/name", or "Kind name" for cluster-scoped objects.
-func (id NodeID) String() string {
-	if id.Namespace == "" {
-		return id.Kind + " " + id.Name
-	}
-	return id.Kind + " " + id.Namespace + "/" + id.Name
-}
-
 // ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
 // node. live has the type that was added. An error fails the node.
 type ReadyFunc func(live client.Object) (bool, error)
 
 // Node is the handle Graph.Add returns, to name the node as a blocker of others.
 type Node struct {
-	id    NodeID
+	id    graph.NodeID
 	index int // position in the builder; -1 for a node whose Add failed
 }
 
 // ID returns the node's identifier.
-func (n Node) ID() NodeID { return n.id }
+func (n Node) ID() graph.NodeID { return n.id }
 
 // NodeOption configures a node in Graph.Add or Graph.Reference: DependsOn, After,
 // CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen,
@@ -188,7 +174,7 @@ func ReadyWhen(fn ReadyFunc) NodeOption {
 
 // nodeSpec is one node as AddResources declared it.
 type nodeSpec struct {
-	id         NodeID
+	id         graph.NodeID
 	gvk        schema.GroupVersionKind
 	obj        client.Object
 	blockers   []Node
@@ -228,12 +214,12 @@ type Graph struct {
 	owned  map[schema.GroupKind]bool
 
 	nodes []*nodeSpec
-	index map[NodeID]int
+	index map[graph.NodeID]int
 	errs  []error
 }
 
 func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper, owned map[schema.GroupKind]bool) *Graph {
-	return &Graph{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[NodeID]int{}}
+	return &Graph{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[graph.NodeID]int{}}
 }
 
 // Add adds obj as a node. obj is the desired state; the Graph keeps it and the Controller
@@ -282,7 +268,7 @@ func (b *Graph) add(verb string, obj client.Object, reference bool, opts []NodeO
 		return b.fail(err)
 	}
 	s := &nodeSpec{
-		id:        NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		id:        graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		gvk:       gvk,
 		obj:       obj,
 		reference: reference,

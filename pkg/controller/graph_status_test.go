@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -31,7 +32,7 @@ func testOutcome(specs []*nodeSpec, states []kdagv1alpha1.NodeState) *outcome {
 }
 
 // testSpecs links specs by blocker indices, as Graph.Add does.
-func testSpecs(ids []NodeID, blockers [][]int) []*nodeSpec {
+func testSpecs(ids []graph.NodeID, blockers [][]int) []*nodeSpec {
 	specs := make([]*nodeSpec, len(ids))
 	for i, id := range ids {
 		specs[i] = &nodeSpec{id: id}
@@ -43,7 +44,7 @@ func testSpecs(ids []NodeID, blockers [][]int) []*nodeSpec {
 }
 
 func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
-	specs := testSpecs([]NodeID{
+	specs := testSpecs([]graph.NodeID{
 		{Kind: "Secret", Namespace: "ns", Name: "s0"},
 		{Kind: "Service", Namespace: "ns", Name: "svc1"},
 		{Group: "gitea.kdag.dev", Kind: "PostgreSQL", Namespace: "ns", Name: "db2"},
@@ -106,7 +107,7 @@ func TestGraphSummary_CapsNodes(t *testing.T) {
 		specs := make([]*nodeSpec, n)
 		states := make([]kdagv1alpha1.NodeState, n)
 		for i := range specs {
-			specs[i] = &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%03d", i)}}
+			specs[i] = &nodeSpec{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%03d", i)}}
 			if i > 0 {
 				specs[i].blockers = []Node{{id: specs[i-1].id, index: i - 1}}
 			}
@@ -144,7 +145,7 @@ func TestGraphSummary_CapsNodes(t *testing.T) {
 
 func TestGraphSummary_NodeWithoutSpecListsNoNodes(t *testing.T) {
 	// runGraph's "add to graph" failure leaves later slots without a spec.
-	s := &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
+	s := &nodeSpec{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
 	r := &outcome{nodes: []nodeResult{{spec: s, state: kdagv1alpha1.NodeFailed, err: errors.New("add to graph")}, {}}}
 	r.summarize()
 	g := r.graphSummary()

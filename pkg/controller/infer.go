@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"github.com/kdag-dev/kdag/pkg/graph"
+
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,7 +58,7 @@ func NoInferredDependencies() NodeOption {
 // after the declared ones and in graph order, and reorders the nodes when an inferred blocker was added after its
 // dependent. It runs once per graph built, so it reads typed objects only and allocates little.
 func (b *Graph) inferDependencies() {
-	var refs []NodeID
+	var refs []graph.NodeID
 	var forward [][2]int // dependent, blocker: blocker added after the dependent
 	for i, s := range b.nodes {
 		if s.reference || s.noInfer {
@@ -189,7 +191,7 @@ func (b *Graph) sortTopologically() {
 
 // appendReferences appends to refs the objects obj references that inference follows (see
 // above), namespaced ones in namespace, and returns refs. Other types reference nothing.
-func appendReferences(refs []NodeID, obj client.Object, namespace string) []NodeID {
+func appendReferences(refs []graph.NodeID, obj client.Object, namespace string) []graph.NodeID {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return appendPodReferences(refs, &o.Spec, namespace)
@@ -197,7 +199,7 @@ func appendReferences(refs []NodeID, obj client.Object, namespace string) []Node
 		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
 	case *appsv1.StatefulSet:
 		if o.Spec.ServiceName != "" {
-			refs = append(refs, NodeID{Kind: "Service", Namespace: namespace, Name: o.Spec.ServiceName})
+			refs = append(refs, graph.NodeID{Kind: "Service", Namespace: namespace, Name: o.Spec.ServiceName})
 		}
 		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
 	case *appsv1.DaemonSet:
@@ -218,15 +220,15 @@ func appendReferences(refs []NodeID, obj client.Object, namespace string) []Node
 	return refs
 }
 
-func appendPodReferences(refs []NodeID, spec *corev1.PodSpec, ns string) []NodeID {
+func appendPodReferences(refs []graph.NodeID, spec *corev1.PodSpec, ns string) []graph.NodeID {
 	configMap := func(name string) {
 		if name != "" {
-			refs = append(refs, NodeID{Kind: "ConfigMap", Namespace: ns, Name: name})
+			refs = append(refs, graph.NodeID{Kind: "ConfigMap", Namespace: ns, Name: name})
 		}
 	}
 	secret := func(name string) {
 		if name != "" {
-			refs = append(refs, NodeID{Kind: "Secret", Namespace: ns, Name: name})
+			refs = append(refs, graph.NodeID{Kind: "Secret", Namespace: ns, Name: name})
 		}
 	}
 	for i := range spec.Volumes {
@@ -237,7 +239,7 @@ func appendPodReferences(refs []NodeID, spec *corev1.PodSpec, ns string) []NodeI
 		case v.Secret != nil:
 			secret(v.Secret.SecretName)
 		case v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName != "":
-			refs = append(refs, NodeID{Kind: "PersistentVolumeClaim", Namespace: ns, Name: v.PersistentVolumeClaim.ClaimName})
+			refs = append(refs, graph.NodeID{Kind: "PersistentVolumeClaim", Namespace: ns, Name: v.PersistentVolumeClaim.ClaimName})
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
 				if src.ConfigMap != nil {
@@ -286,32 +288,32 @@ func appendPodReferences(refs []NodeID, spec *corev1.PodSpec, ns string) []NodeI
 		sa = spec.DeprecatedServiceAccount // the API server still reads it
 	}
 	if sa != "" {
-		refs = append(refs, NodeID{Kind: "ServiceAccount", Namespace: ns, Name: sa})
+		refs = append(refs, graph.NodeID{Kind: "ServiceAccount", Namespace: ns, Name: sa})
 	}
 	return refs
 }
 
 // appendRoleRef appends the Role (in ns) or ClusterRole a binding's roleRef names.
-func appendRoleRef(refs []NodeID, ref rbacv1.RoleRef, ns string) []NodeID {
+func appendRoleRef(refs []graph.NodeID, ref rbacv1.RoleRef, ns string) []graph.NodeID {
 	if ref.APIGroup != rbacv1.GroupName || ref.Name == "" {
 		return refs
 	}
 	switch ref.Kind {
 	case "Role":
 		if ns != "" {
-			refs = append(refs, NodeID{Group: rbacv1.GroupName, Kind: "Role", Namespace: ns, Name: ref.Name})
+			refs = append(refs, graph.NodeID{Group: rbacv1.GroupName, Kind: "Role", Namespace: ns, Name: ref.Name})
 		}
 	case "ClusterRole":
-		refs = append(refs, NodeID{Group: rbacv1.GroupName, Kind: "ClusterRole", Name: ref.Name})
+		refs = append(refs, graph.NodeID{Group: rbacv1.GroupName, Kind: "ClusterRole", Name: ref.Name})
 	}
 	return refs
 }
 
 // appendIngressReferences appends an Ingress's backend Services and TLS Secrets.
-func appendIngressReferences(refs []NodeID, spec *networkingv1.IngressSpec, ns string) []NodeID {
+func appendIngressReferences(refs []graph.NodeID, spec *networkingv1.IngressSpec, ns string) []graph.NodeID {
 	backend := func(be *networkingv1.IngressBackend) {
 		if be != nil && be.Service != nil && be.Service.Name != "" {
-			refs = append(refs, NodeID{Kind: "Service", Namespace: ns, Name: be.Service.Name})
+			refs = append(refs, graph.NodeID{Kind: "Service", Namespace: ns, Name: be.Service.Name})
 		}
 	}
 	backend(spec.DefaultBackend)
@@ -324,7 +326,7 @@ func appendIngressReferences(refs []NodeID, spec *networkingv1.IngressSpec, ns s
 	}
 	for _, tls := range spec.TLS {
 		if tls.SecretName != "" {
-			refs = append(refs, NodeID{Kind: "Secret", Namespace: ns, Name: tls.SecretName})
+			refs = append(refs, graph.NodeID{Kind: "Secret", Namespace: ns, Name: tls.SecretName})
 		}
 	}
 	return refs

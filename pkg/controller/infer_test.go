@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -337,7 +338,7 @@ func TestInferredDependencies(t *testing.T) {
 				t.Errorf("edges:\n got %q\nwant %q", got, tc.want)
 			}
 			// Every node comes after its blockers: the graph can run.
-			seen := map[controller.NodeID]bool{}
+			seen := map[graph.NodeID]bool{}
 			for _, n := range p.Nodes {
 				for _, bl := range n.Blockers {
 					if !seen[bl] {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // ResourceManager is what an operator author writes for one owner type T, a pointer to the Go
@@ -82,7 +83,7 @@ type Report struct {
 
 // nodeReport is one node of a Report.
 type nodeReport struct {
-	id    NodeID
+	id    graph.NodeID
 	state kdagv1alpha1.NodeState
 	// object is the node's object as applied or read from the cache; nil when the node did not
 	// get to it (blocked, canceled, failed first, a Finished node whose object is gone). Read it

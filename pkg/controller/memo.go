@@ -45,7 +45,7 @@ type rendered struct {
 	contentHash string // "" for create-only nodes: their content is the live object's
 }
 
-// renders remembers rendered nodes per owner UID (a *sync.Map of NodeID → *rendered: the nodes
+// renders remembers rendered nodes per owner UID (a *sync.Map of graph.NodeID → *rendered: the nodes
 // of one owner render concurrently), and the Finished nodes whose object the API server was
 // found not to hold (finishedGone).
 type renders struct{ owners, gone sync.Map }
@@ -56,7 +56,7 @@ func (r *renders) of(owner types.UID) *sync.Map {
 }
 
 // finishedGone returns the owner's Finished nodes whose object is known to be gone (a *sync.Map
-// of NodeID → struct{}).
+// of graph.NodeID → struct{}).
 func (r *renders) finishedGone(owner types.UID) *sync.Map {
 	m, _ := r.gone.LoadOrStore(owner, &sync.Map{})
 	return m.(*sync.Map)

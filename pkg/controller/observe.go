@@ -77,7 +77,7 @@ func startNodeSpan(ctx context.Context, s *nodeSpec, results []nodeResult, runSt
 
 // recordSkippedNodeSpans gives the nodes that did not run (blocked or canceled) a zero-length
 // span, so the trace shows the whole graph and why part of it did not run.
-func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *graph.Result[NodeID]) {
+func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *graph.Result[graph.NodeID]) {
 	for i := range run.Nodes {
 		n := &run.Nodes[i]
 		if n.Ran() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +25,9 @@ import (
 // deleted, either of which the owner's watches see.
 type dataKeyMissingError struct {
 	// Node is the node whose object is gone.
-	Node NodeID
+	Node graph.NodeID
 	// Data is the object holding the data (a volume claim).
-	Data NodeID
+	Data graph.NodeID
 	// Annotation is the kdagv1alpha1.AnnotationAdopt value a restored object needs when it carries no kdag
 	// labels (a copy from a backup).
 	Annotation string
@@ -67,22 +68,22 @@ func (c *Controller) watchedObjects(specs []*nodeSpec) ([]watched, error) {
 
 // protectedData returns the identity and kind of the data s protects (ProtectsData); its
 // namespace defaults to the node's for a namespaced kind.
-func (c *Controller) protectedData(s *nodeSpec) (NodeID, schema.GroupVersionKind, error) {
+func (c *Controller) protectedData(s *nodeSpec) (graph.NodeID, schema.GroupVersionKind, error) {
 	gvk, err := apiutil.GVKForObject(s.protects, c.scheme)
 	if err != nil {
-		return NodeID{}, gvk, errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
+		return graph.NodeID{}, gvk, errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
 	}
 	ns := s.protects.GetNamespace()
 	if ns == "" {
 		namespaced, err := c.namespaced(gvk)
 		if err != nil {
-			return NodeID{}, gvk, errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
+			return graph.NodeID{}, gvk, errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
 		}
 		if namespaced {
 			ns = s.id.Namespace
 		}
 	}
-	return NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}, gvk, nil
+	return graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}, gvk, nil
 }
 
 // checkProtectedData returns a *dataKeyMissingError when the object of the ProtectsData node s,
@@ -164,7 +165,7 @@ func (c *Controller) forgetTerminatingNamespace(owner client.Object) {
 
 // errNamespaceTerminating is the node's state in a namespace being deleted: waiting, not an
 // error: no retry, no error log, no Warning event; the owner goes with its namespace.
-func errNamespaceTerminating(id NodeID) error {
+func errNamespaceTerminating(id graph.NodeID) error {
 	return &waitingError{msg: id.String() + ": its namespace is being deleted", detail: "its namespace is being deleted"}
 }
 

@@ -31,10 +31,10 @@ type Plan struct {
 
 // PlannedNode is one node of a Plan.
 type PlannedNode struct {
-	ID NodeID
+	ID graph.NodeID
 	// GVK is the object's group, version and kind, from the scheme.
 	GVK        schema.GroupVersionKind
-	Blockers   []NodeID
+	Blockers   []graph.NodeID
 	CreateOnly bool
 	Adopt      bool
 	// Keep is the node's deletion policy keep (Keep): orphaned, never deleted.
@@ -48,12 +48,12 @@ type PlannedNode struct {
 	// only by the owner's teardown, never by a reconcile.
 	BeforeDelete time.Duration
 	// OrderOnly are the blockers given with After: order only, their content not hashed.
-	OrderOnly []NodeID
+	OrderOnly []graph.NodeID
 	// Inferred are the blockers the Graph inferred from the object's references to other
 	// nodes, not declared; they follow the declared ones in Blockers.
-	Inferred []NodeID
-	// Protects names the data the node's object opens (ProtectsData), or is the zero NodeID.
-	Protects NodeID
+	Inferred []graph.NodeID
+	// Protects names the data the node's object opens (ProtectsData), or is the zero graph.NodeID.
+	Protects graph.NodeID
 	// Reference is a Graph.Reference node: an object kdag needs but never writes.
 	Reference bool
 	// RequireKeys are the keys a Reference node's object must hold (RequireKeys), sorted.
@@ -109,7 +109,7 @@ func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtim
 			n.BeforeDelete = *s.beforeDelete
 		}
 		if s.protects != nil {
-			n.Protects = NodeID{Namespace: s.protects.GetNamespace(), Name: s.protects.GetName()}
+			n.Protects = graph.NodeID{Namespace: s.protects.GetNamespace(), Name: s.protects.GetName()}
 			if gvk, err := apiutil.GVKForObject(s.protects, scheme); err == nil {
 				n.Protects.Group, n.Protects.Kind = gvk.Group, gvk.Kind
 			}
@@ -123,8 +123,8 @@ func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtim
 }
 
 // graph returns the plan as a graph with no-op work, for rendering.
-func (p *Plan) graph() (*graph.Graph[NodeID], error) {
-	g := graph.New[NodeID](graph.Options{SizeHint: len(p.Nodes)})
+func (p *Plan) graph() (*graph.Graph[graph.NodeID], error) {
+	g := graph.New[graph.NodeID](graph.Options{SizeHint: len(p.Nodes)})
 	noop := func(context.Context) error { return nil }
 	for _, n := range p.Nodes {
 		if err := g.AddNode(n.ID, noop, n.Blockers...); err != nil {
@@ -155,16 +155,16 @@ func (p *Plan) WriteDOT(w io.Writer) error {
 }
 
 // renderOptions labels nodes with their IDs and dashes the inferred edges.
-func (p *Plan) renderOptions() graph.RenderOptions[NodeID] {
-	inferred := map[[2]NodeID]bool{}
+func (p *Plan) renderOptions() graph.RenderOptions[graph.NodeID] {
+	inferred := map[[2]graph.NodeID]bool{}
 	for _, n := range p.Nodes {
 		for _, bl := range n.Inferred {
-			inferred[[2]NodeID{bl, n.ID}] = true
+			inferred[[2]graph.NodeID{bl, n.ID}] = true
 		}
 	}
-	return graph.RenderOptions[NodeID]{
-		Label:  NodeID.String,
-		Dashed: func(blocker, dependent NodeID) bool { return inferred[[2]NodeID{blocker, dependent}] },
+	return graph.RenderOptions[graph.NodeID]{
+		Label:  graph.NodeID.String,
+		Dashed: func(blocker, dependent graph.NodeID) bool { return inferred[[2]graph.NodeID{blocker, dependent}] },
 	}
 }
 
@@ -232,7 +232,7 @@ func (n PlannedNode) describe() string {
 	if n.Recreate != "" {
 		parts = append(parts, "recreate on immutable change ("+string(n.Recreate)+")")
 	}
-	if n.Protects != (NodeID{}) {
+	if n.Protects != (graph.NodeID{}) {
 		parts = append(parts, "protects "+n.Protects.String())
 	}
 	if n.Reference {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
@@ -43,9 +44,9 @@ type RenderedNode struct {
 //
 // scheme must know owner's type. It returns an error naming the node when an object cannot be
 // converted or hashed (apply.Desired, resources.ContentHash).
-func (p *Plan) Render(owner apply.Owner, scheme *runtime.Scheme, live func(NodeID) *unstructured.Unstructured) ([]RenderedNode, error) {
+func (p *Plan) Render(owner apply.Owner, scheme *runtime.Scheme, live func(graph.NodeID) *unstructured.Unstructured) ([]RenderedNode, error) {
 	out := make([]RenderedNode, len(p.Nodes))
-	index := make(map[NodeID]int, len(p.Nodes))
+	index := make(map[graph.NodeID]int, len(p.Nodes))
 	content := make([]string, len(p.Nodes))
 	for i, n := range p.Nodes {
 		index[n.ID] = i

@@ -12,6 +12,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -43,7 +44,7 @@ func TestPlan_Render(t *testing.T) {
 		{"create-only blocker on the cluster: its live content", liveSecret, func(*unstructured.Unstructured) *unstructured.Unstructured { return liveSecret }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes, err := plan.Render(ao, scheme, func(id controller.NodeID) *unstructured.Unstructured {
+			nodes, err := plan.Render(ao, scheme, func(id graph.NodeID) *unstructured.Unstructured {
 				if id.Kind == "Secret" {
 					return tc.live
 				}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
@@ -55,9 +56,9 @@ type references struct {
 	ctx       context.Context
 	factories map[string]metadatainformer.SharedInformerFactory // by namespace; "" for all
 	watched   map[informerKey]bool
-	ctrl      watchRegistrar                           // nil when the Controller is not registered with the manager (tests)
-	owners    map[NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
-	refs      map[types.NamespacedName][]watched       // owner → the objects it watches
+	ctrl      watchRegistrar                                 // nil when the Controller is not registered with the manager (tests)
+	owners    map[graph.NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
+	refs      map[types.NamespacedName][]watched             // owner → the objects it watches
 	seen      map[referenceKey]referenceState
 	// inNamespace counts, with perNamespace, the objects the owners watch in each namespace
 	// (the entries of refs there): a namespace's informers stop when it drops to 0.
@@ -75,7 +76,7 @@ type informerKey struct {
 // referenceKey identifies what kdag remembers of a referenced object: its content as far as a
 // set of required keys (sorted, joined) goes.
 type referenceKey struct {
-	id   NodeID
+	id   graph.NodeID
 	keys string
 }
 
@@ -112,7 +113,7 @@ func newReferences(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*r
 		namespaces: map[string]bool{}, started: make(chan struct{}),
 		factories: map[string]metadatainformer.SharedInformerFactory{},
 		watched:   map[informerKey]bool{},
-		owners:    map[NodeID]map[types.NamespacedName]bool{},
+		owners:    map[graph.NodeID]map[types.NamespacedName]bool{},
 		refs:      map[types.NamespacedName][]watched{},
 		seen:      map[referenceKey]referenceState{},
 
@@ -258,7 +259,7 @@ func stripManagedFields(in any) (any, error) {
 // node's object, or, for a ProtectsData node, its own object and the data it protects (a key
 // restored without kdag's labels, which the manager's cache does not see, must wake the owner).
 type watched struct {
-	id  NodeID
+	id  graph.NodeID
 	gvk schema.GroupVersionKind
 }
 
@@ -359,7 +360,7 @@ func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
 
 // dropOwnerLocked records that owner no longer references id; what kdag knows of id's content
 // is forgotten with its last owner.
-func (r *references) dropOwnerLocked(id NodeID, owner types.NamespacedName) {
+func (r *references) dropOwnerLocked(id graph.NodeID, owner types.NamespacedName) {
 	delete(r.owners[id], owner)
 	if len(r.owners[id]) > 0 {
 		return
@@ -376,7 +377,7 @@ func (r *references) dropOwnerLocked(id NodeID, owner types.NamespacedName) {
 // that reference it. (Objects of metadata informers carry no kind: gvk says it.)
 func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(_ context.Context, obj client.Object) []reconcile.Request {
-		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		id := graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		reqs := make([]reconcile.Request, 0, len(r.owners[id]))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	"github.com/pkg/errors"
 	"go.opentelemetry.io/otel/trace"
@@ -336,7 +337,7 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 // object, as each carries its own details. Skipped nodes emit nothing, so an unchanged owner
 // emits nothing.
 func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
-	var created, updated []NodeID
+	var created, updated []graph.NodeID
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		switch n.action {
@@ -373,7 +374,7 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 	c.objectsEvent(ctx, owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
 	// One Orphaned event per annotation that kept objects, naming it.
 	var byAnnotation []string
-	kept := map[string][]NodeID{}
+	kept := map[string][]graph.NodeID{}
 	for i, id := range r.prune.orphaned {
 		by := r.prune.keptBy[i]
 		if _, seen := kept[by]; !seen {
@@ -391,7 +392,7 @@ const maxEventObjects = 10
 
 // objectsEvent records one Normal event with reason for ids, if any: "<verb> <id><suffix>" for
 // one object, "<verb> <n> objects<suffix>: <id>, <id>, … and <k> more" for several.
-func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []NodeID) {
+func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []graph.NodeID) {
 	switch len(ids) {
 	case 0:
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -54,7 +55,7 @@ func TestLive_HookIsNotACreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := apply.Owner{Object: w, Kind: "Widget", Controller: component.Name()}
-	nodes, err := p.Render(owner, env.Scheme, func(controller.NodeID) *unstructured.Unstructured { return nil })
+	nodes, err := p.Render(owner, env.Scheme, func(graph.NodeID) *unstructured.Unstructured { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
@@ -263,7 +264,7 @@ func (p *Planner) ownerChanges(ctx context.Context, c client.Client, owner clien
 	if err != nil {
 		return OwnerChanges{}, nil, errors.Wrap(err, name)
 	}
-	rendered, err := plan.Render(run.owner, p.scheme, func(id controller.NodeID) *unstructured.Unstructured { return live[id] })
+	rendered, err := plan.Render(run.owner, p.scheme, func(id graph.NodeID) *unstructured.Unstructured { return live[id] })
 	if err != nil {
 		return OwnerChanges{}, nil, errors.Wrap(err, name)
 	}
@@ -327,9 +328,9 @@ func (p *Planner) childOwner(n controller.PlannedNode, live *unstructured.Unstru
 
 // read returns the objects of nodes the cluster holds (absent ones are missing from the map),
 // read concurrently.
-func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map[controller.NodeID]*unstructured.Unstructured, error) {
+func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map[graph.NodeID]*unstructured.Unstructured, error) {
 	var mu sync.Mutex
-	live := map[controller.NodeID]*unstructured.Unstructured{}
+	live := map[graph.NodeID]*unstructured.Unstructured{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.parallel)
 	for _, n := range nodes {
@@ -485,7 +486,7 @@ func (r *liveRun) takeOwnership(ctx context.Context, desired, live *unstructured
 // carry the owner's UID label, are the owner's (apply.Engine.Owns), are not being deleted and
 // are not in the plan: Keep when kept (apply.Kept), Prune otherwise, sorted.
 func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp controller.Component, plan *controller.Plan) ([]Change, error) {
-	inGraph := map[controller.NodeID]bool{}
+	inGraph := map[graph.NodeID]bool{}
 	for _, n := range plan.Nodes {
 		inGraph[n.ID] = true
 	}
@@ -507,7 +508,7 @@ func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp contro
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			id := controller.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			id := graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 			if inGraph[id] || obj.GetDeletionTimestamp() != nil || !r.engine.Owns(r.owner, obj) {
 				continue
 			}

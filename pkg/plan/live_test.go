@@ -27,6 +27,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -113,7 +114,7 @@ func applied(t *testing.T, env *envtest.Environment, ns string, spec testapi.Wid
 		t.Fatal(err)
 	}
 	owner := apply.Owner{Object: w, Kind: "Widget", Controller: shopComponent.Name()}
-	nodes, err := p.Render(owner, env.Scheme, func(controller.NodeID) *unstructured.Unstructured { return nil })
+	nodes, err := p.Render(owner, env.Scheme, func(graph.NodeID) *unstructured.Unstructured { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
