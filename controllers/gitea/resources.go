@@ -12,6 +12,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/postgresql"
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // +kubebuilder:rbac:groups=gitea.kdag.dev,resources=giteas,verbs=get;list;watch;update;patch
@@ -31,13 +32,13 @@ func (ResourceManager) OwnedTypes() []client.Object {
 }
 
 // ChildReadiness registers, once per child kind, the rule that gates a child's dependents on its
-// Ready condition (controller.CustomResourceReady), so the server starts on a database that runs. Give
+// Ready condition (resources.CustomResourceReady), so the server starts on a database that runs. Give
 // them to the gitea component (controllers.Components does).
 func ChildReadiness() []controller.Option {
 	return []controller.Option{
-		controller.WithReadyWhen(&giteav1alpha1.PostgreSQL{}, controller.CustomResourceReady),
-		controller.WithReadyWhen(&giteav1alpha1.Valkey{}, controller.CustomResourceReady),
-		controller.WithReadyWhen(&giteav1alpha1.GiteaServer{}, controller.CustomResourceReady),
+		controller.WithReadyWhen(&giteav1alpha1.PostgreSQL{}, resources.CustomResourceReady),
+		controller.WithReadyWhen(&giteav1alpha1.Valkey{}, resources.CustomResourceReady),
+		controller.WithReadyWhen(&giteav1alpha1.GiteaServer{}, resources.CustomResourceReady),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/resources"
 
 	"github.com/go-logr/logr"
 	"github.com/pkg/errors"
@@ -64,7 +65,7 @@ type Controller struct {
 	owned     []ownedType
 	ownedKind map[schema.GroupKind]bool
 	// kindReady: the WithReadyWhen rules by kind
-	kindReady map[schema.GroupKind]ReadyFunc
+	kindReady map[schema.GroupKind]resources.ReadyFunc
 	teardown  bool
 
 	// engine writes each node's object (pkg/apply).
@@ -169,7 +170,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		recorder:  mgr.GetEventRecorder(name),
 		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
-		kindReady: map[schema.GroupKind]ReadyFunc{},
+		kindReady: map[schema.GroupKind]resources.ReadyFunc{},
 	}
 	for _, k := range o.KindReadiness {
 		gvk, err := apiutil.GVKForObject(k.kind, c.scheme)
@@ -177,7 +178,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 			return nil, errors.Wrapf(err, "controller %s: WithReadyWhen: type %T is not in the manager's scheme", name, k.kind)
 		}
 		if k.fn == nil {
-			return nil, errors.Errorf("controller %s: WithReadyWhen(%s): nil ReadyFunc", name, gvk.Kind)
+			return nil, errors.Errorf("controller %s: WithReadyWhen(%s): nil resources.ReadyFunc", name, gvk.Kind)
 		}
 		c.kindReady[gvk.GroupKind()] = k.fn
 	}

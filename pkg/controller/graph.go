@@ -9,6 +9,7 @@ import (
 
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/resources"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,10 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
-
-// ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
-// node. live has the type that was added. An error fails the node.
-type ReadyFunc func(live client.Object) (bool, error)
 
 // Node is the handle Graph.Add returns, to name the node as a blocker of others.
 type Node struct {
@@ -168,7 +165,7 @@ func IgnoreFields(paths ...string) NodeOption {
 }
 
 // ReadyWhen replaces the kstatus readiness rule for the node.
-func ReadyWhen(fn ReadyFunc) NodeOption {
+func ReadyWhen(fn resources.ReadyFunc) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.readyWhen = fn })
 }
 
@@ -191,7 +188,7 @@ type nodeSpec struct {
 	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
 	// sorted and without duplicates.
 	requireKeys []string
-	readyWhen   ReadyFunc
+	readyWhen   resources.ReadyFunc
 	// recreate: the deletion propagation of Recreate, nil without it.
 	recreate *metav1.DeletionPropagation
 	// drift: OnDrift, "" for the default (repair); the owner's kdag.dev/drift wins.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -284,7 +285,7 @@ func TestLifecycle_PrunedObjectHeldByFinalizer(t *testing.T) {
 // TestLifecycle_WaitingForIsStable is scenario 7: with two independent nodes waiting, an
 // unchanged owner's reconciles keep waitingFor (and its since) as it is: no status write.
 func TestLifecycle_WaitingForIsStable(t *testing.T) {
-	held := ReadyWhen(func(client.Object) (bool, error) { return false, &NotReadyError{Reason: "held"} })
+	held := ReadyWhen(func(client.Object) (bool, error) { return false, &resources.NotReadyError{Reason: "held"} })
 	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		for _, n := range []string{"a", "b", "c"} {
 			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-" + n}}, held)

@@ -209,7 +209,7 @@ func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
 		}
 	}
 	ok, err := readyWhen(typed)
-	var notReady *NotReadyError
+	var notReady *resources.NotReadyError
 	switch {
 	case errors.As(err, &notReady):
 		return &waitingError{msg: s.id.String() + " is not ready: " + notReady.Reason, detail: notReady.Reason}

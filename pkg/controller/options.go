@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // Option is an optional setting of a Controller, given to New, For or Setup. Each With…
@@ -43,7 +44,7 @@ type options struct {
 // kindReadiness is one WithReadyWhen: the readiness rule of every node of kind's type.
 type kindReadiness struct {
 	kind client.Object
-	fn   ReadyFunc
+	fn   resources.ReadyFunc
 }
 
 // WithFieldManager sets the server-side apply field manager of every write. Default: "kdag-" and
@@ -123,7 +124,7 @@ func WithReferenceNamespaces(namespaces ...string) Option {
 // fluxcd/kustomize-controller#387), nor one whose status.observedGeneration, or the
 // observedGeneration of its conditions, is another generation. A custom resource without a
 // controller to write status, or whose controller never does, needs a WithReadyWhen.
-func WithReadyWhen(kind client.Object, fn ReadyFunc) Option {
+func WithReadyWhen(kind client.Object, fn resources.ReadyFunc) Option {
 	return optionFunc(func(o *options) { o.KindReadiness = append(o.KindReadiness, kindReadiness{kind: kind, fn: fn}) })
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/resources"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
@@ -107,8 +108,12 @@ func (r *outcome) summarize() {
 				if r.terminal == nil {
 					r.terminal, r.reason = n.err, kdagv1alpha1.ReasonObjectInvalid
 					var rs reasoned
-					if errors.As(n.err, &rs) {
+					var stalled *resources.StalledError
+					switch {
+					case errors.As(n.err, &rs):
 						r.reason = rs.conditionReason()
+					case errors.As(n.err, &stalled): // a child's own reason
+						r.reason = validReason(stalled.Reason, kdagv1alpha1.ReasonObjectInvalid)
 					}
 				}
 			} else if r.transient == nil {

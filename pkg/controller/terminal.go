@@ -24,7 +24,7 @@ func isTerminal(err error) bool {
 }
 
 // reasoned is implemented by node errors that carry the condition reason the owner should show
-// (a failed Job's BackoffLimitExceeded, a stalled child's own reason).
+// (a failed Job's BackoffLimitExceeded; a stalled child's, resources.StalledError, is read apart).
 type reasoned interface{ conditionReason() string }
 
 // conditionReasonPattern is the format of metav1.Condition.Reason (its validation pattern).

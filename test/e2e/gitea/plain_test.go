@@ -56,7 +56,7 @@ import (
 //     object reconciles the owner again (a referenced object, which the owner does not own, is
 //     looked at again after plainRequeue). Ready is kstatus (resources.Ready, Jobs complete), and
 //     for a child owner of this operator its Ready condition for its generation
-//     (controller.CustomResourceReady), as the Gitea component's ReadyWhen says.
+//     (resources.CustomResourceReady), as the Gitea component's ReadyWhen says.
 //
 // A create that races the cache (the object exists, the cache has not seen it yet) fails with
 // AlreadyExists, and a status update from a stale owner with a conflict: both are retried with
@@ -189,8 +189,8 @@ func (r *plainReconciler[T]) step(ctx context.Context, owner T, n controller.Pla
 // kstatus'.
 func (r *plainReconciler[T]) ready(live client.Object, gvk schema.GroupVersionKind) (bool, error) {
 	if gvk.Group == giteav1alpha1.GroupVersion.Group {
-		ok, err := controller.CustomResourceReady(live)
-		var notReady *controller.NotReadyError
+		ok, err := resources.CustomResourceReady(live)
+		var notReady *resources.NotReadyError
 		if errors.As(err, &notReady) {
 			return false, nil
 		}
