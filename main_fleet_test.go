@@ -240,7 +240,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// deployTree applies owner's graph as a reconcile of components does (controller.Plan.Render,
+// deployTree applies owner's graph as a reconcile of components does (plan.Plan.Render,
 // the apply engine; readiness is not waited for), then, depth first, the graph of each child
 // owner it applied.
 func deployTree(ctx context.Context, env *envtest.Environment, components map[schema.GroupKind]controller.Component, owner client.Object) error {

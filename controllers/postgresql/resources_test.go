@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 var scheme = runtime.NewScheme()
@@ -62,9 +62,9 @@ func tuned(pg *giteav1alpha1.PostgreSQL) {
 	pg.Spec.Database, pg.Spec.User = "forge", "forge_owner"
 }
 
-func plan(t *testing.T, pg *giteav1alpha1.PostgreSQL) *controller.Plan {
+func planOf(t *testing.T, pg *giteav1alpha1.PostgreSQL) *plan.Plan {
 	t.Helper()
-	p, err := controller.NewPlan(t.Context(), ResourceManager{}, pg, scheme, nil)
+	p, err := plan.NewPlan(t.Context(), ResourceManager{}, pg, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"tuned", defaulted(tuned)},
 		{"delete", defaulted(func(pg *giteav1alpha1.PostgreSQL) { pg.Spec.Storage.DeletionPolicy = giteav1alpha1.StorageDelete })},
 	} {
-		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.pg), tc.name) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, planOf(t, tc.pg), tc.name) })
 	}
 }
 
@@ -97,7 +97,7 @@ func TestAddResources_Graph(t *testing.T) {
 		{"tuned", defaulted(tuned), "docker.io/library/postgres:17.6", "forge_owner", "forge", ptr.To("fast")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.pg)
+			p := planOf(t, tc.pg)
 			var ids []string
 			for _, n := range p.Nodes {
 				ids = append(ids, n.ID.String())
@@ -138,7 +138,7 @@ func TestAddResources_Graph(t *testing.T) {
 			if pw := secret.StringData[giteav1alpha1.DatabaseSecretPasswordKey]; len(pw) < 24 {
 				t.Errorf("generated password has %d characters, want at least 24", len(pw))
 			}
-			if again := plan(t, tc.pg).Nodes[0].Object.(*corev1.Secret); again.StringData["password"] == secret.StringData["password"] {
+			if again := planOf(t, tc.pg).Nodes[0].Object.(*corev1.Secret); again.StringData["password"] == secret.StringData["password"] {
 				t.Error("two plans generated the same password: it is not random")
 			}
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 )
 
 // Component is one kind an operator reconciles: a Controller's name, its ResourceManager and its
@@ -67,9 +68,11 @@ func (c Component) FieldManager() string {
 	return o.FieldManager
 }
 
-// Plan builds owner's graph, as NewPlan does, for an owner of the component's type; it returns an
-// error when owner is of another type.
-func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
+// Plan builds owner's graph without a cluster, as a reconcile does, for an owner of the
+// component's type (plan.Plan is the type returned); it returns an error when owner is of another
+// type, the AddResources error, or a *GraphError listing the Graph mistakes. mapper may be nil:
+// then every object without a namespace gets the owner's, cluster-scoped kinds included.
+func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*graphplan.Plan, error) {
 	if want := c.m.newOwner(); fmt.Sprintf("%T", want) != fmt.Sprintf("%T", owner) {
 		return nil, errors.Errorf("component %s reconciles %T, not %T", c.name, want, owner)
 	}

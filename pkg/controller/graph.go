@@ -349,7 +349,7 @@ func checkOptions(verb string, s *nodeSpec) error {
 		s.drift != "" || len(s.ignorePaths) > 0 || s.recreate != nil || s.beforeDelete != nil {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
-	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {
+	if len(s.requireKeys) > 0 && !resources.HasDataKeys(s.gvk) {
 		return errors.Errorf("%s %s: RequireKeys applies to a Secret or a ConfigMap only", verb, s.id)
 	}
 	return nil

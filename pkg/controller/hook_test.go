@@ -412,7 +412,7 @@ func TestBeforeDelete_BuildErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rm := funcRM{add: func(_ *testapi.Widget, b *Graph) error { tt.add(b); return nil }}.owning(&batchv1.Job{})
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
-			p, err := NewPlan(context.Background(), rm, owner, scheme, nil)
+			p, err := testPlan(context.Background(), rm, owner, scheme, nil)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("NewPlan: %v", err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -65,16 +66,16 @@ func inferScheme(t *testing.T) (*runtime.Scheme, meta.RESTMapper) {
 }
 
 // inferPlan plans build's graph for the Widget ns/app.
-func inferPlan(t *testing.T, build func(b *controller.Graph)) (*controller.Plan, error) {
+func inferPlan(t *testing.T, build func(b *controller.Graph)) (*plan.Plan, error) {
 	t.Helper()
 	scheme, mapper := inferScheme(t)
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
-	return controller.NewPlan(t.Context(), inferRM{build: build}, owner, scheme, mapper)
+	return plan.NewPlan(t.Context(), inferRM{build: build}, owner, scheme, mapper)
 }
 
 // edges lists the plan's edges as "dependent <- blocker", inferred ones marked " (inferred)"
 // and order-only ones " (order only)", sorted.
-func edges(p *controller.Plan) []string {
+func edges(p *plan.Plan) []string {
 	var out []string
 	for _, n := range p.Nodes {
 		for _, bl := range n.Blockers {

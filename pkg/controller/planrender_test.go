@@ -11,8 +11,8 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -25,7 +25,7 @@ func TestPlan_Render(t *testing.T) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app", UID: "u-1"}}
-	plan, err := controller.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
+	plan, err := plan.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

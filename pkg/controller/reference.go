@@ -454,7 +454,7 @@ func (r *references) content(ctx context.Context, s *nodeSpec, m metav1.Object) 
 	}
 	st = referenceState{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
 	hashed := u
-	if hasKeys(s.gvk) {
+	if resources.HasDataKeys(s.gvk) {
 		selected, missing, err := resources.SelectKeys(u, s.requireKeys)
 		if err != nil {
 			return st, errors.Wrapf(err, "%s: select keys", s.id)
@@ -472,9 +472,4 @@ func (r *references) content(ctx context.Context, s *nodeSpec, m metav1.Object) 
 	}
 	r.mu.Unlock()
 	return st, nil
-}
-
-// hasKeys reports whether objects of gvk have keys (RequireKeys applies to them).
-func hasKeys(gvk schema.GroupVersionKind) bool {
-	return gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap")
 }

@@ -92,7 +92,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 
 func TestPlan_ReferenceNode(t *testing.T) {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
-	plan, err := NewPlan(context.Background(), referenceRM, w, scheme, nil)
+	plan, err := testPlan(context.Background(), referenceRM, w, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestBuilder_ReferenceOptions(t *testing.T) {
 func assertOneNodePlan(t *testing.T, add func(b *Graph), wantErr, want string) {
 	t.Helper()
 	rm := funcRM{add: func(_ *testapi.Widget, b *Graph) error { add(b); return nil }}
-	plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
+	plan, err := testPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("NewPlan error %v, want one saying %q", err, wantErr)

@@ -202,7 +202,7 @@ func (p *Planner) ReadOwner(ctx context.Context, r client.Reader, gvk schema.Gro
 
 // Changes plans owners against a cluster: for each owner and each child owner its graph holds (the
 // child on the cluster, its spec replaced by the one the graph applies), each node's object is
-// built as the apply engine would get it (controller.Plan.Render), read from the cluster and
+// built as the apply engine would get it (Plan.Render), read from the cluster and
 // classified, the writes tried as server-side dry runs (client.DryRunAll, the component's field
 // manager, ForceOwnership as the engine applies), at most parallel at once (0: 8). Owners come
 // from ReadOwner or Resolve: one whose UID is the placeholder Decode gives is new. c must be able
@@ -313,7 +313,7 @@ func (p *Planner) ownerChanges(ctx context.Context, c client.Client, owner clien
 
 // childOwner returns the child owner of node n as the reconcile would leave it: live, when the
 // cluster holds it, with the spec the graph applies; else the graph's object, defaulted.
-func (p *Planner) childOwner(n controller.PlannedNode, live *unstructured.Unstructured) (client.Object, error) {
+func (p *Planner) childOwner(n PlannedNode, live *unstructured.Unstructured) (client.Object, error) {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n.Object)
 	if err != nil {
 		return nil, errors.Wrapf(err, "child %s", n.ID)
@@ -328,7 +328,7 @@ func (p *Planner) childOwner(n controller.PlannedNode, live *unstructured.Unstru
 
 // read returns the objects of nodes the cluster holds (absent ones are missing from the map),
 // read concurrently.
-func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map[graph.NodeID]*unstructured.Unstructured, error) {
+func (r *liveRun) read(ctx context.Context, nodes []PlannedNode) (map[graph.NodeID]*unstructured.Unstructured, error) {
 	var mu sync.Mutex
 	live := map[graph.NodeID]*unstructured.Unstructured{}
 	g, gctx := errgroup.WithContext(ctx)
@@ -353,7 +353,7 @@ func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map
 }
 
 // change classifies one node whose object the cluster holds as live (nil: absent).
-func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *unstructured.Unstructured) (*Change, error) {
+func (r *liveRun) change(ctx context.Context, n RenderedNode, live *unstructured.Unstructured) (*Change, error) {
 	ch := &Change{Kind: n.ID.Kind, Namespace: n.ID.Namespace, Name: n.ID.Name, Reason: n.Waiting}
 	if n.Waiting != "" {
 		ch.Reason = "the reconcile waits: " + n.Waiting
@@ -485,7 +485,7 @@ func (r *liveRun) takeOwnership(ctx context.Context, desired, live *unstructured
 // prune finds, as the reconcile's prune does, the objects of the component's owned types that
 // carry the owner's UID label, are the owner's (apply.Engine.Owns), are not being deleted and
 // are not in the plan: Keep when kept (apply.Kept), Prune otherwise, sorted.
-func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp controller.Component, plan *controller.Plan) ([]Change, error) {
+func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp controller.Component, plan *Plan) ([]Change, error) {
 	inGraph := map[graph.NodeID]bool{}
 	for _, n := range plan.Nodes {
 		inGraph[n.ID] = true

@@ -100,7 +100,7 @@ func with(kv ...string) map[string]string {
 }
 
 // applied creates the Widget shop in ns with spec and applies its graph as a reconcile does
-// (the apply engine, each node's desired object from controller.Plan.Render). It returns the
+// (the apply engine, each node's desired object from plan.Plan.Render). It returns the
 // Widget.
 func applied(t *testing.T, env *envtest.Environment, ns string, spec testapi.WidgetSpec) *testapi.Widget {
 	t.Helper()

@@ -34,6 +34,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
@@ -42,7 +43,7 @@ import (
 // controller-runtime way, without kdag's engine. There is one per owner kind (Gitea, PostgreSQL,
 // Valkey, GiteaServer), registered with builder.ControllerManagedBy(mgr).For(kind).Owns(...) and
 // one reconcile at a time (setupPlain). A reconcile takes the owner's objects from the
-// component's own AddResources (controller.NewPlan, which pkg/plan uses too: the same objects and
+// component's own AddResources (plan.NewPlan, which pkg/plan uses too: the same objects and
 // the same order as kdag's graph) and walks them in that topological order, one at a time:
 //
 //   - an owned object gets controllerutil.CreateOrUpdate: Get from the cache, then Create, or
@@ -129,7 +130,7 @@ func (r *plainReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 	}
-	plan, err := controller.NewPlan(ctx, r.rm, owner, r.scheme, nil)
+	plan, err := plan.NewPlan(ctx, r.rm, owner, r.scheme, nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -151,7 +152,7 @@ func (r *plainReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 
 // step creates or updates the object of node n (reads it, for a reference) and reports whether
 // it is ready.
-func (r *plainReconciler[T]) step(ctx context.Context, owner T, n controller.PlannedNode) (bool, error) {
+func (r *plainReconciler[T]) step(ctx context.Context, owner T, n plan.PlannedNode) (bool, error) {
 	o, err := r.scheme.New(n.GVK)
 	if err != nil {
 		return false, err
