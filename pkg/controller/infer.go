@@ -37,7 +37,7 @@ import (
 //   - an inferred edge that would close a cycle (the referenced node depends, declared or
 //     inferred, on the dependent) is dropped rather than failing the graph: the declared edges
 //     win, and among inferred ones those to earlier-added nodes are kept first;
-//   - a node referencing a node added after it moves after it: the graph order (Plan.Nodes, the
+//   - a node referencing a node added after it moves after it: the graph order (plan.Plan.Nodes, the
 //     status's node list) is the order of Add calls, each node moved after its inferred blockers
 //     where needed.
 
