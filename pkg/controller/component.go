@@ -25,7 +25,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 )
 
-// Component is one kind an operator reconciles: a Controller's name, its ResourceManager and its
+// Component is one kind an operator reconciles: a reconciler's name, its ResourceManager and its
 // options. For makes one; Setup registers a list of them with a manager, CacheOptions sets the
 // manager's cache up for them, and Plan renders an owner's graph without a cluster.
 type Component struct {
@@ -34,9 +34,9 @@ type Component struct {
 	opts []Option
 }
 
-// For returns the Component named name (the Controller's name: the field manager kdag-<name>,
+// For returns the Component named name (the reconciler's name: the field manager kdag-<name>,
 // the kdag.dev/controller label, the metrics' controller label) for rm, with options that apply
-// to this Controller after Setup's own.
+// to this reconciler after Setup's own.
 func For[T client.Object](name string, rm ResourceManager[T], opts ...Option) Component {
 	m, err := adapt(rm)
 	if err != nil {
@@ -79,7 +79,7 @@ func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtim
 	return newPlan(ctx, c.m, owner, scheme, mapper)
 }
 
-// Setup registers a Controller per component with mgr, with opts before each component's own,
+// Setup registers a reconciler per component with mgr, with opts before each component's own,
 // then checks the manager's RBAC: a SelfSubjectAccessReview per verb kdag needs on each owner type
 // and owned type (in each namespace of WithWatchNamespaces, else cluster-wide). It runs here,
 // before mgr.Start, because a manager that may not list a type it caches never starts: its cache
@@ -169,7 +169,7 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 	return cache.Options{ByObject: byObject}
 }
 
-// access is one permission a Controller needs: verb on a resource (and subresource) of group.
+// access is one permission a reconciler needs: verb on a resource (and subresource) of group.
 type access struct {
 	group, resource, subresource, verb string
 }
@@ -185,9 +185,9 @@ func (a access) String() string {
 	return r + ": " + a.verb
 }
 
-// accessNeeded returns the API accesses a Controller of m needs: the verbs it uses on the owner
+// accessNeeded returns the API accesses a reconciler of m needs: the verbs it uses on the owner
 // type (and its status and finalizers), on each owned type, and on events. A type the scheme or
-// mapper does not know is left out: registering the Controller reports it more clearly.
+// mapper does not know is left out: registering the reconciler reports it more clearly.
 func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
 	var out []access
 	add := func(obj client.Object, sub string, verbs ...string) {
@@ -218,7 +218,7 @@ func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []a
 	for _, v := range []string{"get", "list", "watch", "create", "delete"} {
 		out = append(out, access{group: "apps", resource: "controllerrevisions", verb: v})
 	}
-	// The Controller's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
+	// The reconciler's events (mgr.GetEventRecorder: the events.k8s.io API); without them the
 	// user loses the Warning events that say what failed.
 	for _, v := range []string{"create", "patch"} {
 		out = append(out, access{group: "events.k8s.io", resource: "events", verb: v})

@@ -40,10 +40,10 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// Controller reconciles one owner type with a ResourceManager: it builds the owner's graph,
+// reconciler reconciles one owner type with a ResourceManager: it builds the owner's graph,
 // applies every node as soon as its blockers are ready, prunes what the graph no longer holds
 // and writes the owner's status. Create it with New.
-type Controller struct {
+type reconciler struct {
 	name     string
 	rm       manager
 	opts     options
@@ -90,14 +90,14 @@ type ownedType struct {
 	indexed bool
 }
 
-// New creates the Controller named name for rm, whose owner type T it infers, and registers it
+// New creates the reconciler named name for rm, whose owner type T it infers, and registers it
 // with mgr: it watches the owner type (changes of generation, labels or annotations) and every
 // owned type (any change of an object whose controller owner reference, or whose kdag labels,
 // point at an owner).
 //
 // It returns an error when name is empty, when rm declares no owned type, or when a type is not
 // in the manager's scheme — setup mistakes that should stop the process at start.
-func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
+func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*reconciler, error) {
 	m, err := adapt(rm)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
@@ -105,8 +105,8 @@ func New[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], 
 	return register(mgr, name, m, opts...)
 }
 
-// register creates the Controller of m and registers it with mgr (New without the type).
-func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Controller, error) {
+// register creates the reconciler of m and registers it with mgr (New without the type).
+func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*reconciler, error) {
 	c, err := newController(mgr, name, m, opts...)
 	if err != nil {
 		return nil, err
@@ -146,8 +146,8 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Contro
 	return c, nil
 }
 
-// newController sets a Controller up without registering it with the manager.
-func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*Controller, error) {
+// newController sets a reconciler up without registering it with the manager.
+func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*reconciler, error) {
 	if name == "" {
 		return nil, errors.New("controller.New: empty name")
 	}
@@ -159,7 +159,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		opt.applyTo(&o)
 	}
 	o.defaults(name)
-	c := &Controller{
+	c := &reconciler{
 		name:      name,
 		rm:        rm,
 		opts:      o,
@@ -259,11 +259,11 @@ func onDelete(mgr ctrl.Manager, obj client.Object, forget func(metav1.Object)) e
 	return err
 }
 
-// forgetOnDelete makes the Controller forget what it remembers about an object of obj's type
+// forgetOnDelete makes the reconciler forget what it remembers about an object of obj's type
 // that it applied (last verified state, drift-repair record, what its content said) once the
 // cache sees the object deleted. Without it, the memory of objects deleted by others would last
 // as long as the process.
-func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
+func (c *reconciler) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 	return onDelete(mgr, obj, func(m metav1.Object) {
 		if m.GetLabels()[kdagv1alpha1.LabelController] == c.name {
 			c.forget(m.GetUID())
@@ -275,7 +275,7 @@ func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 const ownerUIDIndex = "kdag.dev/uid"
 
 // indexOwnersByUID indexes the cached owners by UID, for ownerByLabel.
-func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
+func (c *reconciler) indexOwnersByUID(mgr ctrl.Manager) error {
 	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.newOwner(), ownerUIDIndex, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
 	})
@@ -285,7 +285,7 @@ func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
 // (by the owner UID label and the owner index), so that its events resume the owner: a waiting
 // node, a teardown waiting for the object to be gone. Objects with a controller owner reference
 // to the owner are left to Owns.
-func (c *Controller) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
+func (c *reconciler) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
 	lbls := obj.GetLabels()
 	uid := lbls[kdagv1alpha1.LabelOwnerUID]
 	if lbls[kdagv1alpha1.LabelController] != c.name || uid == "" {
@@ -316,13 +316,13 @@ func (c *Controller) ownerByLabel(ctx context.Context, obj client.Object) []reco
 }
 
 // ownerIndex names the cache index of the objects of one controller by owner UID.
-func (c *Controller) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
+func (c *reconciler) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
 
 // indexOwned indexes the cached objects of obj's type that this controller applied by their
 // owner UID label, so that prune finds an owner's objects without scanning every cached object
 // of the type (a scan that grows with owners × objects). It reports false when the cache cannot
 // add the index (it has started already); prune then filters by label instead.
-func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
+func (c *reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 	name := c.name
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, c.ownerIndex(), func(o client.Object) []string {
 		l := o.GetLabels()
@@ -343,7 +343,7 @@ func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 // retries with rate-limited exponential backoff. When kdag paused repairing an object that
 // another writer keeps changing (Options.DriftRepairLimit), it returns nil with RequeueAfter set
 // to the end of the pause.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner := c.rm.newOwner()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -356,7 +356,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if c.opts.OwnerFilter != nil && !c.opts.OwnerFilter(owner) {
 		// Another manager's owner (a cache that does not select this manager's owners holds
-		// it): not this Controller's to touch, and no teardown either.
+		// it): not this reconciler's to touch, and no teardown either.
 		c.expansionStalled.Delete(req.NamespacedName)
 		c.revisions.forget(owner)
 		c.metrics.ForgetOwner(c.name, req.String())
@@ -383,7 +383,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // reconcile is Reconcile once the owner is read and the span started.
-func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	c.forgetTerminatingNamespace(owner)
 	if c.namespaceTerminating(owner.GetNamespace()) || c.refs.namespaceTerminating(ctx, owner.GetNamespace()) {
 		c.markNamespaceTerminating(owner.GetNamespace())
@@ -419,7 +419,7 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 
 // reconcileGraph validates the owner, builds and runs its graph, and prunes. It returns an
 // error only when the owner's finalizer could not be added (nothing ran).
-func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
+func (c *reconciler) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
 	r := &outcome{start: time.Now()}
 	specs, index := c.prepareGraph(ctx, owner, r)
 	if specs == nil {
@@ -461,7 +461,7 @@ const keptRequeue = 100 * time.Millisecond
 
 // prepareGraph validates the owner and builds its graph (buildGraph), under the "build graph" span. It
 // returns nil nodes (and records the error in r) when the graph cannot be built.
-func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[graph.NodeID]int) {
+func (c *reconciler) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[graph.NodeID]int) {
 	ctx, span := startSpan(ctx, spanBuildGraph)
 	defer func() {
 		span.SetAttributes(attrNodes.Int(len(specs)))
@@ -517,7 +517,7 @@ func firstErr(errs ...error) error {
 }
 
 // runGraph applies every node, each once its blockers are ready.
-func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
+func (c *reconciler) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
 	ctx, span := startSpan(ctx, spanRunGraph, trace.WithAttributes(attrNodes.Int(len(specs))))
 	defer span.End()
 	runStart := time.Now()
@@ -586,15 +586,15 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 	return results
 }
 
-func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) error {
+func (c *reconciler) addFinalizer(ctx context.Context, owner client.Object) error {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(owner, kdagv1alpha1.Finalizer)
 	return errors.Wrapf(c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager)),
 		"add finalizer %s to %s %s", kdagv1alpha1.Finalizer, c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 }
 
-// forget drops what the Controller remembers about an object.
-func (c *Controller) forget(uid types.UID) {
+// forget drops what the reconciler remembers about an object.
+func (c *reconciler) forget(uid types.UID) {
 	c.engine.Forget(uid)
 	c.observed.Delete(uid)
 }
@@ -603,8 +603,8 @@ func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
 
 func errorsIsPanic(err error) bool { return errors.Is(err, graph.ErrPanic) }
 
-// ownsClaims reports whether the Controller's owners own PersistentVolumeClaims.
-func (c *Controller) ownsClaims() bool {
+// ownsClaims reports whether the reconciler's owners own PersistentVolumeClaims.
+func (c *reconciler) ownsClaims() bool {
 	for _, t := range c.owned {
 		if t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
 			return true
@@ -615,7 +615,7 @@ func (c *Controller) ownsClaims() bool {
 
 // ownersStalledOnStorage maps a StorageClass event to the owners Stalled because a claim could
 // not grow (VolumeExpansionForbidden): any class change may be the fix, and there are few.
-func (c *Controller) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
+func (c *reconciler) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	c.expansionStalled.Range(func(k, _ any) bool {
 		out = append(out, reconcile.Request{NamespacedName: k.(types.NamespacedName)})

@@ -17,7 +17,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-// BenchmarkDriftRepair measures the drift repair latency of a kdag Controller registered with a
+// BenchmarkDriftRepair measures the drift repair latency of a kdag reconciler registered with a
 // running manager, as in production: its Owns watch sees a foreign edit and its reconcile
 // reverts it. Each iteration deploys a new owner (driftRM: a ConfigMap, and a Deployment that
 // depends on it), waits until it is Ready and the manager is quiet, then edits the owner's

@@ -37,13 +37,13 @@ func SameType(a, b client.Object) bool { return sameType(a, b) }
 
 // ReferenceObjects returns how many objects of kind (a core kind: "Secret") the informers of c's
 // referenced objects hold.
-func ReferenceObjects(c *Controller, kind string) int {
+func ReferenceObjects(c *reconciler, kind string) int {
 	return c.refs.cachedObjects(schema.GroupVersionKind{Version: "v1", Kind: kind})
 }
 
 // ShardCache and ShardControllerOptions, set by shard_test.go from package shard, make the
 // managers of BenchmarkScaleReplicas static shards as kdag's --shard does: the cache narrowed to
-// shard, and the Controller options of its manager.
+// shard, and the reconciler options of its manager.
 var (
 	ShardCache             func(opts cache.Options, shard string) (cache.Options, error)
 	ShardControllerOptions func(mgr ctrl.Manager, shard string) []Option

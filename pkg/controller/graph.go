@@ -219,7 +219,7 @@ func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMap
 	return &Graph{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[graph.NodeID]int{}}
 }
 
-// Add adds obj as a node. obj is the desired state; the Graph keeps it and the Controller
+// Add adds obj as a node. obj is the desired state; the Graph keeps it and the reconciler
 // applies a mutated copy. An empty namespace of a namespaced object becomes the owner's.
 func (b *Graph) Add(obj client.Object, opts ...NodeOption) Node {
 	return b.add("Add", obj, false, opts)

@@ -16,20 +16,20 @@ import (
 
 // ResourceManager is what an operator author writes for one owner type T, a pointer to the Go
 // type of the reconciled custom resource (*v1alpha1.Valkey): the types of the objects an owner
-// has, and the objects themselves with their dependencies. The Controller calls it on every
+// has, and the objects themselves with their dependencies. The reconciler calls it on every
 // reconcile; New infers T from it.
 type ResourceManager[T client.Object] interface {
 	// OwnedTypes returns one empty object per type AddResources may add, for example
-	// &appsv1.Deployment{}. The Controller watches them (owner references, or kdag's labels,
+	// &appsv1.Deployment{}. The reconciler watches them (owner references, or kdag's labels,
 	// lead back to the owner), prunes among them and refuses a node of another type; CacheOptions
 	// keeps only kdag's objects of these types in the manager's cache, and Setup checks at start
-	// that the manager's RBAC allows what the Controller does with them. Declare each type here
+	// that the manager's RBAC allows what the reconciler does with them. Declare each type here
 	// only: everything else comes from this list.
 	OwnedTypes() []client.Object
 	// AddResources adds to b the objects owner needs (b.Add) with their blockers (DependsOn,
 	// After) and the objects it reads but does not own (b.Reference). owner is a deep copy from
 	// the cache: reading it is free, changing it has no effect. It must not call the API server
-	// for objects it adds: the Controller reads and writes them.
+	// for objects it adds: the reconciler reads and writes them.
 	//
 	// A returned error fails the reconcile: wrapped with reconcile.TerminalError it marks the
 	// owner Stalled and waits for the owner to change; any other error is retried with backoff.
@@ -50,7 +50,7 @@ type Validator[T client.Object] interface {
 }
 
 // Cleaner is an optional ResourceManager interface for cleanup that owner references cannot do
-// (external resources). When implemented, the Controller holds a finalizer on every owner,
+// (external resources). When implemented, the reconciler holds a finalizer on every owner,
 // deletes the owner's objects in reverse dependency order once the owner is deleted, then calls
 // Cleanup, then removes the finalizer.
 type Cleaner[T client.Object] interface {
@@ -147,7 +147,7 @@ func (r Report) Get(obj client.Object) (bool, error) {
 	return true, nil
 }
 
-// manager is a ResourceManager with its owner type erased, for the Controller's code that does not
+// manager is a ResourceManager with its owner type erased, for the reconciler's code that does not
 // depend on it. adapt makes one.
 type manager interface {
 	newOwner() client.Object

@@ -45,7 +45,7 @@ func startSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) 
 
 // startReconcileSpan starts the root span of a reconcile, linked to the reconcile that last
 // wrote the owner when the owner carries its trace context (a child custom resource).
-func (c *Controller) startReconcileSpan(ctx context.Context, owner client.Object) (context.Context, trace.Span) {
+func (c *reconciler) startReconcileSpan(ctx context.Context, owner client.Object) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithAttributes(
 		attrController.String(c.name),
 		attrGVK.String(c.ownerGVK.String()),
@@ -96,7 +96,7 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 
 // observeRun records the graph's metrics: run duration, per-node duration by action, nodes by
 // action and outcome, drift repairs and reports, panics, and the nodes waiting for readiness.
-func (c *Controller) observeRun(owner client.Object, r *outcome, d time.Duration) {
+func (c *reconciler) observeRun(owner client.Object, r *outcome, d time.Duration) {
 	c.metrics.ObserveGraphRun(c.name, d)
 	for i := range r.nodes {
 		n := &r.nodes[i]

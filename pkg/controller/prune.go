@@ -41,7 +41,7 @@ type terminatingObject struct {
 // kdag did not apply for this owner. A kept object (on the live object: Keep, or a
 // user's annotation) is orphaned instead. An object of the owner's that left the graph and is
 // being deleted is recorded as terminating (r.terminating): the owner is not Ready while it exists.
-func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[graph.NodeID]int) (r pruneResult) {
+func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map[graph.NodeID]int) (r pruneResult) {
 	ctx, span := startSpan(ctx, spanPrune)
 	defer func() {
 		span.SetAttributes(attribute.Int("kdag.prune.deleted", len(r.pruned)))
@@ -102,7 +102,7 @@ func (l listed) own() client.Object {
 // ownedObjects lists, from the cache, every object of the owned types that carries the owner's
 // UID label. The objects are the cache's own (read them; listed.own makes a copy to change). A
 // failed list is recorded in *errp and skipped.
-func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
+func (c *reconciler) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
 	var out []listed
 	for _, t := range c.owned {
 		obj, err := c.scheme.New(t.list)

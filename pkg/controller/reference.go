@@ -56,7 +56,7 @@ type references struct {
 	ctx       context.Context
 	factories map[string]metadatainformer.SharedInformerFactory // by namespace; "" for all
 	watched   map[informerKey]bool
-	ctrl      watchRegistrar                                 // nil when the Controller is not registered with the manager (tests)
+	ctrl      watchRegistrar                                 // nil when the reconciler is not registered with the manager (tests)
 	owners    map[graph.NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
 	refs      map[types.NamespacedName][]watched             // owner → the objects it watches
 	seen      map[referenceKey]referenceState
@@ -154,7 +154,7 @@ func (r *references) Start(ctx context.Context) error {
 func (r *references) NeedLeaderElection() bool { return false }
 
 // informer returns the synced informer that holds objects of gvk in namespace, starting it
-// (and, for a registered Controller, watching it) the first time.
+// (and, for a registered reconciler, watching it) the first time.
 func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
 	select {
 	case <-r.started:
@@ -341,7 +341,7 @@ func stopInformers(factories []metadatainformer.SharedInformerFactory) {
 }
 
 // cachedObjects returns how many objects of gvk the informers of references hold, over every
-// namespace: what the Controller's memory of referenced objects of that kind costs.
+// namespace: what the reconciler's memory of referenced objects of that kind costs.
 func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
 	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {

@@ -104,7 +104,7 @@ func TestPlan_ReferenceNode(t *testing.T) {
 	}
 }
 
-// waitReferenced waits until the Controller's cache of referenced objects holds obj's kind named
+// waitReferenced waits until the reconciler's cache of referenced objects holds obj's kind named
 // name (or, with exists false, no longer holds it).
 func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
 	f.t.Helper()
@@ -201,7 +201,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 	}
 }
 
-// TestReference_ChangeWakesItsOwners (4): with the Controller registered, creating the
+// TestReference_ChangeWakesItsOwners (4): with the reconciler registered, creating the
 // referenced Secret reconciles the waiting owner by itself (no polling, no requeue timer).
 func TestReference_ChangeWakesItsOwners(t *testing.T) {
 	f := newRegisteredFixture(t, keysRM)

@@ -19,7 +19,7 @@ import (
 func BenchmarkRenderCreate(b *testing.B) {
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: types.UID("8a1c7f2e-0000-4000-8000-000000000001")}}
 	widget := &testapi.Widget{}
-	c := &Controller{name: "bench", scheme: scheme, ownerGVK: testapi.GroupVersion.WithKind("Widget")}
+	c := &reconciler{name: "bench", scheme: scheme, ownerGVK: testapi.GroupVersion.WithKind("Widget")}
 	layers := convergeLayers(widget, 10, 2)
 	specs := make([]*nodeSpec, 0, 20)
 	results := make([]nodeResult, 20)

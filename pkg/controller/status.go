@@ -29,7 +29,7 @@ import (
 // status subresource — only when it differs from the cached owner's, so an unchanged owner costs
 // no write — and then emits events for what changed. The events go last, written or not, so that
 // their requests do not compete with the status write, the end of the reconcile's critical path.
-func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
+func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
 	var (
 		live map[string]any // the owner's status as content; nil until needed
 		old  *kdagv1alpha1.Status
@@ -89,7 +89,7 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 // reportStatus lets a StatusReporter set the owner's own status fields on a copy of the owner
 // and returns that copy's status (kdag's block is set by the caller): nil without a
 // StatusReporter.
-func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
+func (c *reconciler) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
 	rep := Report{Ready: r.allReady(), nodes: make([]nodeReport, len(r.nodes)), scheme: c.scheme, namespace: owner.GetNamespace()}
 	for i := range r.nodes {
 		n := &r.nodes[i]
@@ -174,7 +174,7 @@ func currentStatus(owner client.Object) (map[string]any, *kdagv1alpha1.Status, e
 	return raw, st, nil
 }
 
-func (c *Controller) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
+func (c *reconciler) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
 	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
 	u.SetGroupVersionKind(c.ownerGVK)
 	u.SetNamespace(owner.GetNamespace())
@@ -336,7 +336,7 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 // server one event, not ten); a repaired drift, an adoption and a held repair get one event per
 // object, as each carries its own details. Skipped nodes emit nothing, so an unchanged owner
 // emits nothing.
-func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
+func (c *reconciler) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
 	var created, updated []graph.NodeID
 	for i := range r.nodes {
 		n := &r.nodes[i]
@@ -392,7 +392,7 @@ const maxEventObjects = 10
 
 // objectsEvent records one Normal event with reason for ids, if any: "<verb> <id><suffix>" for
 // one object, "<verb> <n> objects<suffix>: <id>, <id>, … and <k> more" for several.
-func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []graph.NodeID) {
+func (c *reconciler) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []graph.NodeID) {
 	switch len(ids) {
 	case 0:
 		return
@@ -413,7 +413,7 @@ func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reas
 
 // emitConditionEvents records transitions of Ready and Stalled, new retried failures, and a new
 // list of reported drift (Drifted).
-func (c *Controller) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
+func (c *reconciler) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
 	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case isReady && !wasReady:
@@ -454,7 +454,7 @@ func retriedFailure(reason string) bool {
 // statusWriteFailed reports a failed status write in a Warning event: the status cannot carry
 // its own failure, and without the event a retried write is visible in logs only. A write cut
 // short because the process is stopping is not reported: the next process writes the status.
-func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
+func (c *reconciler) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -466,7 +466,7 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 //
 // The note ends with the trace ID of ctx's span, when there is one, so that an event leads to
 // its reconcile's trace; the note is cut to the Events API's 1 kB before it.
-func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
+func (c *reconciler) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
 	c.eventRelated(ctx, owner, nil, typ, reason, format, args...)
 }
 
@@ -474,7 +474,7 @@ func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason
 // recorder folds events of the same owner, type and reason into one series that keeps the first
 // note, unless their related objects differ, so an event about one object of several (an
 // object orphaned in a teardown) names that object as related to keep its own note.
-func (c *Controller) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
+func (c *reconciler) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
 	if c.namespaceTerminating(owner.GetNamespace()) {
 		return
 	}
