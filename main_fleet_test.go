@@ -30,6 +30,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 )
@@ -46,7 +47,7 @@ import (
 //     claim template is immutable, is a Recreate (by kdag, propagation Orphan).
 type nextValkey struct{ valkey.ResourceManager }
 
-func (r nextValkey) AddResources(ctx context.Context, v *giteav1alpha1.Valkey, b *controller.Builder) error {
+func (r nextValkey) AddResources(ctx context.Context, v *giteav1alpha1.Valkey, b *controller.Graph) error {
 	v = v.DeepCopy()
 	if _, set := v.Spec.Config["lazyfree-lazy-eviction"]; !set {
 		if v.Spec.Config == nil {
@@ -63,7 +64,7 @@ func (r nextValkey) AddResources(ctx context.Context, v *giteav1alpha1.Valkey, b
 
 type nextPostgreSQL struct{ postgresql.ResourceManager }
 
-func (r nextPostgreSQL) AddResources(ctx context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
+func (r nextPostgreSQL) AddResources(ctx context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Graph) error {
 	if pg.Spec.Storage.StorageClassName == nil {
 		pg = pg.DeepCopy()
 		pg.Spec.Storage.StorageClassName = ptr.To("standard")
@@ -239,7 +240,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// deployTree applies owner's graph as a reconcile of components does (controller.Plan.Render,
+// deployTree applies owner's graph as a reconcile of components does (plan.Plan.Render,
 // the apply engine; readiness is not waited for), then, depth first, the graph of each child
 // owner it applied.
 func deployTree(ctx context.Context, env *envtest.Environment, components map[schema.GroupKind]controller.Component, owner client.Object) error {
@@ -257,7 +258,7 @@ func deployTree(ctx context.Context, env *envtest.Environment, components map[sc
 		return err
 	}
 	ao := apply.Owner{Object: owner, Kind: gvk.Kind, Controller: comp.Name()}
-	read := func(id controller.NodeID, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	read := func(id graph.NodeID, gvk schema.GroupVersionKind) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, u); err != nil {
@@ -265,11 +266,11 @@ func deployTree(ctx context.Context, env *envtest.Environment, components map[sc
 		}
 		return u
 	}
-	byID := map[controller.NodeID]schema.GroupVersionKind{}
+	byID := map[graph.NodeID]schema.GroupVersionKind{}
 	for _, n := range p.Nodes {
 		byID[n.ID] = n.GVK
 	}
-	nodes, err := p.Render(ao, env.Scheme, func(id controller.NodeID) *unstructured.Unstructured { return read(id, byID[id]) })
+	nodes, err := p.Render(ao, env.Scheme, func(id graph.NodeID) *unstructured.Unstructured { return read(id, byID[id]) })
 	if err != nil {
 		return err
 	}

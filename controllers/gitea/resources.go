@@ -12,6 +12,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/postgresql"
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // +kubebuilder:rbac:groups=gitea.kdag.dev,resources=giteas,verbs=get;list;watch;update;patch
@@ -31,19 +32,19 @@ func (ResourceManager) OwnedTypes() []client.Object {
 }
 
 // ChildReadiness registers, once per child kind, the rule that gates a child's dependents on its
-// Ready condition (controller.ConditionReady), so the server starts on a database that runs. Give
+// Ready condition (resources.CustomResourceReady), so the server starts on a database that runs. Give
 // them to the gitea component (controllers.Components does).
 func ChildReadiness() []controller.Option {
 	return []controller.Option{
-		controller.WithReadyWhen(&giteav1alpha1.PostgreSQL{}, controller.ConditionReady),
-		controller.WithReadyWhen(&giteav1alpha1.Valkey{}, controller.ConditionReady),
-		controller.WithReadyWhen(&giteav1alpha1.GiteaServer{}, controller.ConditionReady),
+		controller.WithReadyWhen(&giteav1alpha1.PostgreSQL{}, resources.CustomResourceReady),
+		controller.WithReadyWhen(&giteav1alpha1.Valkey{}, resources.CustomResourceReady),
+		controller.WithReadyWhen(&giteav1alpha1.GiteaServer{}, resources.CustomResourceReady),
 	}
 }
 
 // AddResources implements controller.ResourceManager. Each child gates its dependents on its
 // Ready condition (ChildReadiness).
-func (ResourceManager) AddResources(_ context.Context, g *giteav1alpha1.Gitea, b *controller.Builder) error {
+func (ResourceManager) AddResources(_ context.Context, g *giteav1alpha1.Gitea, b *controller.Graph) error {
 	var before []controller.Node
 	databaseSecret := ""
 	if g.Spec.Database.Type == giteav1alpha1.DatabaseExternal {

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 var scheme = runtime.NewScheme()
@@ -46,9 +46,9 @@ func external(g *giteav1alpha1.Gitea) {
 
 func noCache(g *giteav1alpha1.Gitea) { g.Spec.Cache.Enabled = ptr.To(false) }
 
-func plan(t *testing.T, g *giteav1alpha1.Gitea) *controller.Plan {
+func planOf(t *testing.T, g *giteav1alpha1.Gitea) *plan.Plan {
 	t.Helper()
-	p, err := controller.NewPlan(t.Context(), ResourceManager{}, g, scheme, nil)
+	p, err := plan.NewPlan(t.Context(), ResourceManager{}, g, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"external_database", defaulted(external)},
 		{"no_cache", defaulted(noCache)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.gitea), tc.name) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, planOf(t, tc.gitea), tc.name) })
 	}
 }
 
@@ -118,7 +118,7 @@ func TestAddResources_Children(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.gitea)
+			p := planOf(t, tc.gitea)
 			var lines []string
 			for _, n := range p.Nodes {
 				lines = append(lines, n.String())
@@ -150,7 +150,7 @@ func TestAddResources_Children(t *testing.T) {
 func TestAddResources_ManagedWithoutBlockGetsDefaults(t *testing.T) {
 	render := func(g *giteav1alpha1.Gitea) string {
 		var b bytes.Buffer
-		if err := plan(t, g).WriteText(&b); err != nil {
+		if err := planOf(t, g).WriteText(&b); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()

@@ -11,7 +11,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/controllers/common"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // migrationJob migrates the database to spec.version (kubegres-style blocking operation: the
@@ -86,6 +86,6 @@ func jobFinished(live client.Object) (bool, error) {
 			return true, nil
 		}
 	}
-	return false, &controller.NotReadyError{Reason: "the migration of version " + job.Labels["app.kubernetes.io/version"] +
+	return false, &resources.NotReadyError{Reason: "the migration of version " + job.Labels["app.kubernetes.io/version"] +
 		" still runs: the next one waits for it"}
 }

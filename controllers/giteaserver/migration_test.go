@@ -10,8 +10,8 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 // upgrading is the defaulted GiteaServer at version 1.27.4 whose status records migration of
@@ -43,7 +43,7 @@ func TestAddResources_MigrationsNeverOverlapNorRepeat(t *testing.T) {
 		{"this version's migration runs", upgrading("1.27.4", giteav1alpha1.MigrationRunning), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.server)
+			p := planOf(t, tc.server)
 			old, cur, deploy := node(p, "Job", oldJob), node(p, "Job", newJob), node(p, "Deployment", "demo")
 			if (old != nil) != tc.wantOld {
 				t.Fatalf("earlier migration Job in the graph: %v, want %v", old != nil, tc.wantOld)
@@ -99,7 +99,7 @@ func TestEnv_ExtraEnvOverridesOperatorVariables(t *testing.T) {
 	s := defaulted(func(s *giteav1alpha1.GiteaServer) {
 		s.Spec.ExtraEnv = []corev1.EnvVar{{Name: "GITEA_WORK_DIR", Value: "/data"}, {Name: "HOME", Value: "/data/home"}, {Name: "EXTRA", Value: "1"}}
 	})
-	p := plan(t, s)
+	p := planOf(t, s)
 	for _, n := range p.Nodes {
 		var containers []corev1.Container
 		switch n.ID.Kind {
@@ -137,7 +137,7 @@ func TestEnv_ExtraEnvOverridesOperatorVariables(t *testing.T) {
 	}
 }
 
-func deploymentOf(t *testing.T, n controller.PlannedNode) *appsv1.Deployment {
+func deploymentOf(t *testing.T, n plan.PlannedNode) *appsv1.Deployment {
 	t.Helper()
 	d, ok := n.Object.(*appsv1.Deployment)
 	if !ok {
@@ -146,7 +146,7 @@ func deploymentOf(t *testing.T, n controller.PlannedNode) *appsv1.Deployment {
 	return d
 }
 
-func jobOf(t *testing.T, n controller.PlannedNode) *batchv1.Job {
+func jobOf(t *testing.T, n plan.PlannedNode) *batchv1.Job {
 	t.Helper()
 	j, ok := n.Object.(*batchv1.Job)
 	if !ok {

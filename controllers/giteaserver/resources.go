@@ -50,7 +50,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 // are those no reference says, or that must differ from an inferred one: order only (the claim
 // after the keys, the server after its migration, the Ingress after its certificate, whose
 // rotation must not rewrite it), and the Jobs that opt out (migrationNodes, the admin Job).
-func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaServer, b *controller.Builder) error {
+func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaServer, b *controller.Graph) error {
 	b.Reference(referencedSecret(s.Spec.Database.SecretRef.Name), controller.RequireKeys(
 		giteav1alpha1.DatabaseSecretHostKey, giteav1alpha1.DatabaseSecretPortKey, giteav1alpha1.DatabaseSecretUserKey,
 		giteav1alpha1.DatabaseSecretPasswordKey, giteav1alpha1.DatabaseSecretDatabaseKey))
@@ -88,7 +88,7 @@ func (ResourceManager) AddResources(_ context.Context, s *giteav1alpha1.GiteaSer
 //
 // The new migration waits for the Secrets and the ConfigMap its pod reads (inferred edges);
 // a running earlier one waits for nothing (NoInferredDependencies): it is only watched to its end.
-func migrationNodes(s *giteav1alpha1.GiteaServer, b *controller.Builder) controller.Node {
+func migrationNodes(s *giteav1alpha1.GiteaServer, b *controller.Graph) controller.Node {
 	opts := []controller.NodeOption{controller.CreateOnly()}
 	if prev := s.Status.Migration; prev != nil && prev.Version != s.Spec.Version && migrating(prev.State) {
 		old := b.Add(migrationJobOf(s, prev.Version), controller.CreateOnly(), controller.Finished(), controller.ReadyWhen(jobFinished),

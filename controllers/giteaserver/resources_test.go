@@ -19,8 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	kgraph "github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 var scheme = runtime.NewScheme()
@@ -80,9 +81,9 @@ func replicated(s *giteav1alpha1.GiteaServer) {
 	s.Spec.Ingress = &giteav1alpha1.IngressSpec{Host: "git.example.com"}
 }
 
-func plan(t *testing.T, s *giteav1alpha1.GiteaServer) *controller.Plan {
+func planOf(t *testing.T, s *giteav1alpha1.GiteaServer) *plan.Plan {
 	t.Helper()
-	p, err := controller.NewPlan(t.Context(), ResourceManager{}, s, scheme, nil)
+	p, err := plan.NewPlan(t.Context(), ResourceManager{}, s, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +99,12 @@ func TestAddResources_Golden(t *testing.T) {
 		{"ingress_admin_cache", defaulted(withCache, withIngressAndAdmin)},
 		{"replicated", defaulted(withCache, replicated)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.server), tc.name) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, planOf(t, tc.server), tc.name) })
 	}
 }
 
 // node returns the plan's node of kind and name, or nil.
-func node(p *controller.Plan, kind, name string) *controller.PlannedNode {
+func node(p *plan.Plan, kind, name string) *plan.PlannedNode {
 	for i := range p.Nodes {
 		if p.Nodes[i].ID.Kind == kind && p.Nodes[i].ID.Name == name {
 			return &p.Nodes[i]
@@ -112,11 +113,11 @@ func node(p *controller.Plan, kind, name string) *controller.PlannedNode {
 	return nil
 }
 
-func index(p *controller.Plan, kind, name string) int {
-	return slices.IndexFunc(p.Nodes, func(n controller.PlannedNode) bool { return n.ID.Kind == kind && n.ID.Name == name })
+func index(p *plan.Plan, kind, name string) int {
+	return slices.IndexFunc(p.Nodes, func(n plan.PlannedNode) bool { return n.ID.Kind == kind && n.ID.Name == name })
 }
 
-func blockers(n *controller.PlannedNode) []string {
+func blockers(n *plan.PlannedNode) []string {
 	var out []string
 	for _, b := range n.Blockers {
 		out = append(out, b.Kind+" "+b.Name)
@@ -125,7 +126,7 @@ func blockers(n *controller.PlannedNode) []string {
 }
 
 // marked returns the "Kind name" of n's blockers in ids (Inferred or OrderOnly), in order.
-func marked(ids []controller.NodeID) []string {
+func marked(ids []kgraph.NodeID) []string {
 	var out []string
 	for _, b := range ids {
 		out = append(out, b.Kind+" "+b.Name)
@@ -155,7 +156,7 @@ func TestAddResources_Graph(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.server)
+			p := planOf(t, tc.server)
 			job := node(p, "Job", "demo-migrate-1-27-3")
 			deploy := node(p, "Deployment", "demo")
 			secret := node(p, "Secret", "demo-secrets")
@@ -291,7 +292,7 @@ func TestAddResources_PodsHardenedAndWired(t *testing.T) {
 		}), "gitea-external-db"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.server)
+			p := planOf(t, tc.server)
 			pods := map[string]corev1.PodSpec{}
 			for _, n := range p.Nodes {
 				switch o := n.Object.(type) {
@@ -368,7 +369,7 @@ func TestMigrationJobName(t *testing.T) {
 		}
 	}
 	// A new version is a new Job node, so the old one leaves the graph and is pruned.
-	p := plan(t, defaulted(func(s *giteav1alpha1.GiteaServer) { s.Spec.Version = "1.27.4" }))
+	p := planOf(t, defaulted(func(s *giteav1alpha1.GiteaServer) { s.Spec.Version = "1.27.4" }))
 	if node(p, "Job", "demo-migrate-1-27-4") == nil || node(p, "Job", "demo-migrate-1-27-3") != nil {
 		t.Errorf("plan of 1.27.4 has Jobs %v, want only demo-migrate-1-27-4", p.Nodes)
 	}

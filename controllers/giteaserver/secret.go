@@ -17,7 +17,7 @@ const (
 )
 
 // referencedSecret is a Secret the server reads but the user (or another component) manages,
-// for a controller.Builder.Reference node: only its name counts.
+// for a controller.Graph.Reference node: only its name counts.
 func referencedSecret(name string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }

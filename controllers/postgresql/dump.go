@@ -102,7 +102,7 @@ echo "dumped database $PGDATABASE to the claim ` + DumpClaimName(pg.Name) + `: $
 // addDump adds, for a PostgreSQL whose storage's deletion policy is Delete, the kept dump claim
 // and the BeforeDelete Job that dumps into it, after the server (the Job reads the database
 // through it; the Builder infers its edges to the Secret and the claim from its references).
-func addDump(pg *giteav1alpha1.PostgreSQL, b *controller.Builder, server controller.Node) {
+func addDump(pg *giteav1alpha1.PostgreSQL, b *controller.Graph, server controller.Node) {
 	if pg.Spec.Storage.DeletionPolicy != giteav1alpha1.StorageDelete {
 		return
 	}

@@ -10,7 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 // TestDump_OnlyWithDeletionPolicyDelete: a PostgreSQL with deletionPolicy Delete has a kept dump
@@ -26,8 +27,8 @@ func TestDump_OnlyWithDeletionPolicyDelete(t *testing.T) {
 				pg.Spec.Storage.DeletionPolicy = tc.policy
 				pg.Spec.Storage.Size = resource.MustParse("20Gi")
 			})
-			nodes := map[string]controller.PlannedNode{}
-			for _, n := range plan(t, pg).Nodes {
+			nodes := map[string]plan.PlannedNode{}
+			for _, n := range planOf(t, pg).Nodes {
 				nodes[n.ID.String()] = n
 			}
 			claimNode, hasClaim := nodes["PersistentVolumeClaim default/demo-postgresql-dump"]
@@ -50,7 +51,7 @@ func TestDump_OnlyWithDeletionPolicyDelete(t *testing.T) {
 			}
 			for _, blocker := range []string{"StatefulSet default/demo-postgresql", "PersistentVolumeClaim default/demo-postgresql-dump",
 				"Secret default/demo-postgresql-credentials"} {
-				if !slices.ContainsFunc(jobNode.Blockers, func(id controller.NodeID) bool { return id.String() == blocker }) {
+				if !slices.ContainsFunc(jobNode.Blockers, func(id graph.NodeID) bool { return id.String() == blocker }) {
 					t.Errorf("dump Job blockers %v, want %s", jobNode.Blockers, blocker)
 				}
 			}

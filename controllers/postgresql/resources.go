@@ -60,7 +60,7 @@ func (ResourceManager) Validate(_ context.Context, pg *giteav1alpha1.PostgreSQL)
 //
 // With deletionPolicy Delete, the database is dumped into a kept claim before it is deleted
 // (addDump).
-func (ResourceManager) AddResources(_ context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Builder) error {
+func (ResourceManager) AddResources(_ context.Context, pg *giteav1alpha1.PostgreSQL, b *controller.Graph) error {
 	secret := b.Add(credentialsSecret(pg), credentialsPolicy(pg)...)
 	b.Add(headlessService(pg))
 	claim := b.Add(dataClaim(pg), append(claimPolicy(pg), controller.After(secret))...)

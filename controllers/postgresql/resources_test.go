@@ -19,8 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 var scheme = runtime.NewScheme()
@@ -48,9 +49,9 @@ func tuned(pg *giteav1alpha1.PostgreSQL) {
 	pg.Spec.Database, pg.Spec.User = "forge", "forge_owner"
 }
 
-func plan(t *testing.T, pg *giteav1alpha1.PostgreSQL) *controller.Plan {
+func planOf(t *testing.T, pg *giteav1alpha1.PostgreSQL) *plan.Plan {
 	t.Helper()
-	p, err := controller.NewPlan(t.Context(), ResourceManager{}, pg, scheme, nil)
+	p, err := plan.NewPlan(t.Context(), ResourceManager{}, pg, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"tuned", defaulted(tuned)},
 		{"delete", defaulted(func(pg *giteav1alpha1.PostgreSQL) { pg.Spec.Storage.DeletionPolicy = giteav1alpha1.StorageDelete })},
 	} {
-		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.pg), tc.name) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, planOf(t, tc.pg), tc.name) })
 	}
 }
 
@@ -83,7 +84,7 @@ func TestAddResources_Graph(t *testing.T) {
 		{"tuned", defaulted(tuned), "docker.io/library/postgres:17.6", "forge_owner", "forge", ptr.To("fast")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.pg)
+			p := planOf(t, tc.pg)
 			var ids []string
 			for _, n := range p.Nodes {
 				ids = append(ids, n.ID.String())
@@ -96,12 +97,12 @@ func TestAddResources_Graph(t *testing.T) {
 			if !secretNode.CreateOnly || stsNode.CreateOnly || p.Nodes[1].CreateOnly || claimNode.CreateOnly {
 				t.Error("only the credentials Secret must be create-only (its password is generated once)")
 			}
-			if got := []controller.NodeID{claimNode.ID, secretNode.ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
+			if got := []graph.NodeID{claimNode.ID, secretNode.ID, p.Nodes[1].ID}; !slices.Equal(stsNode.Blockers, got) {
 				t.Errorf("StatefulSet blockers = %v, want the claim, the Secret and the Service", stsNode.Blockers)
 			}
 			// The data claim is created after the key that opens it (ProtectsData), and the
 			// StatefulSet is re-created, its pod orphaned, when its claim template changes.
-			if got := []controller.NodeID{secretNode.ID}; !slices.Equal(claimNode.Blockers, got) || !claimNode.Adopt {
+			if got := []graph.NodeID{secretNode.ID}; !slices.Equal(claimNode.Blockers, got) || !claimNode.Adopt {
 				t.Errorf("claim blockers %v adopt %v, want after the Secret and adopting the StatefulSet controller's claim", claimNode.Blockers, claimNode.Adopt)
 			}
 			if stsNode.Recreate != metav1.DeletePropagationOrphan {
@@ -124,7 +125,7 @@ func TestAddResources_Graph(t *testing.T) {
 			if pw := secret.StringData[giteav1alpha1.DatabaseSecretPasswordKey]; len(pw) < 24 {
 				t.Errorf("generated password has %d characters, want at least 24", len(pw))
 			}
-			if again := plan(t, tc.pg).Nodes[0].Object.(*corev1.Secret); again.StringData["password"] == secret.StringData["password"] {
+			if again := planOf(t, tc.pg).Nodes[0].Object.(*corev1.Secret); again.StringData["password"] == secret.StringData["password"] {
 				t.Error("two plans generated the same password: it is not random")
 			}
 

@@ -56,7 +56,7 @@ func (ResourceManager) Validate(_ context.Context, v *giteav1alpha1.Valkey) erro
 // AddResources implements controller.ResourceManager: the configuration, the Deployment that
 // reads it (a configuration change rolls its pods: the Builder infers the edge from the
 // Deployment's volume), and the Service in front of it.
-func (ResourceManager) AddResources(_ context.Context, v *giteav1alpha1.Valkey, b *controller.Builder) error {
+func (ResourceManager) AddResources(_ context.Context, v *giteav1alpha1.Valkey, b *controller.Graph) error {
 	b.Add(configMap(v))
 	b.Add(deployment(v))
 	b.Add(service(v))

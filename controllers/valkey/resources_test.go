@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 var scheme = runtime.NewScheme()
@@ -43,9 +43,9 @@ func configured(v *giteav1alpha1.Valkey) {
 	v.Spec.Config = map[string]giteav1alpha1.ValkeyConfigValue{"maxmemory": "128mb", "maxmemory-policy": "volatile-lru"}
 }
 
-func plan(t *testing.T, v *giteav1alpha1.Valkey) *controller.Plan {
+func planOf(t *testing.T, v *giteav1alpha1.Valkey) *plan.Plan {
 	t.Helper()
-	p, err := controller.NewPlan(t.Context(), ResourceManager{}, v, scheme, nil)
+	p, err := plan.NewPlan(t.Context(), ResourceManager{}, v, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestAddResources_Golden(t *testing.T) {
 		{"defaults", defaulted()},
 		{"configured", defaulted(configured)},
 	} {
-		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, plan(t, tc.valkey), tc.name) })
+		t.Run(tc.name, func(t *testing.T) { controllertest.AssertPlan(t, planOf(t, tc.valkey), tc.name) })
 	}
 }
 
@@ -82,7 +82,7 @@ func TestAddResources_Graph(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.valkey)
+			p := planOf(t, tc.valkey)
 			var ids []string
 			for _, n := range p.Nodes {
 				ids = append(ids, n.ID.String())

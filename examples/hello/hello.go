@@ -34,7 +34,7 @@ func (ResourceManager) OwnedTypes() []client.Object {
 
 // AddResources implements controller.ResourceManager: the pages, the server that mounts them
 // (a change of the pages rolls its pods), and the Service, added once the server is available.
-func (ResourceManager) AddResources(_ context.Context, h *v1alpha1.Hello, b *controller.Builder) error {
+func (ResourceManager) AddResources(_ context.Context, h *v1alpha1.Hello, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: h.Name + "-pages"}, Data: h.Spec.Pages})
 	server := b.Add(deployment(h)) // mounts the pages: waits for them, rolls with them (inferred)
 	b.Add(service(h), controller.DependsOn(server))

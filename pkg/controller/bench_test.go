@@ -17,7 +17,7 @@ import (
 // layeredRM adds n ConfigMaps "<owner>-<i>": the first 10 are roots, every later one depends on
 // the one 10 places before it, so the graph has n/10 layers of up to 10 independent nodes.
 func layeredRM(n int) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		nodes := make([]Node, n)
 		for i := range n {
 			cm := &corev1.ConfigMap{

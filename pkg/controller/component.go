@@ -22,10 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 	"github.com/kdag-dev/kdag/pkg/rbac"
 )
 
-// Component is one kind an operator reconciles: a Controller's name, its ResourceManager and its
+// Component is one kind an operator reconciles: a reconciler's name, its ResourceManager and its
 // options. For makes one; Setup registers a list of them with a manager, CacheOptions sets the
 // manager's cache up for them, and Plan renders an owner's graph without a cluster.
 type Component struct {
@@ -34,9 +35,9 @@ type Component struct {
 	opts []Option
 }
 
-// For returns the Component named name (the Controller's name: the field manager kdag-<name>,
+// For returns the Component named name (the reconciler's name: the field manager kdag-<name>,
 // the kdag.dev/controller label, the metrics' controller label) for rm, with options that apply
-// to this Controller after Setup's own.
+// to this reconciler after Setup's own.
 func For[T client.Object](name string, rm ResourceManager[T], opts ...Option) Component {
 	m, err := adapt(rm)
 	if err != nil {
@@ -45,9 +46,9 @@ func For[T client.Object](name string, rm ResourceManager[T], opts ...Option) Co
 	return Component{name: name, m: m, opts: opts}
 }
 
-// registerFor registers the Controller named name for rm with mgr (register, with the owner type
+// registerFor registers the reconciler named name for rm with mgr (register, with the owner type
 // inferred); Setup is the public way, which checks RBAC first.
-func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
+func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*reconciler, error) {
 	m, err := adapt(rm)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
@@ -87,14 +88,14 @@ func (c Component) FieldManager() string {
 
 // Plan builds owner's graph, as NewPlan does, for an owner of the component's type; it returns an
 // error when owner is of another type.
-func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Plan, error) {
+func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*graphplan.Plan, error) {
 	if want := c.m.newOwner(); fmt.Sprintf("%T", want) != fmt.Sprintf("%T", owner) {
 		return nil, errors.Errorf("component %s reconciles %T, not %T", c.name, want, owner)
 	}
 	return newPlan(ctx, c.m, owner, scheme, mapper)
 }
 
-// Setup registers a Controller per component with mgr, with opts before each component's own,
+// Setup registers a reconciler per component with mgr, with opts before each component's own,
 // then checks the manager's RBAC: a SelfSubjectAccessReview per verb kdag needs on each owner type
 // and owned type (in each namespace of WithWatchNamespaces, else cluster-wide). It runs here,
 // before mgr.Start, because a manager that may not list a type it caches never starts: its cache
@@ -180,7 +181,7 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 	}
 	if _, owned := added[schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}]; !owned && len(components) > 0 {
 		// The owners' revisions (revision.go): kdag's only, without their data and managed fields
-		// (the Controller needs their numbers). They carry no shard label (an owner's history
+		// (the reconciler needs their numbers). They carry no shard label (an owner's history
 		// stays whole when it moves), so a shard layer leaves them unnarrowed.
 		byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags),
 			Transform: stripRevisionData}
@@ -199,7 +200,7 @@ func stripRevisionData(in any) (any, error) {
 	return in, nil
 }
 
-// access is one permission a Controller needs: verb on a resource (and subresource) of group.
+// access is one permission a reconciler needs: verb on a resource (and subresource) of group.
 type access struct {
 	group, resource, subresource, verb string
 }
@@ -224,7 +225,7 @@ func (a access) rule() rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: []string{a.group}, Resources: []string{r}, Verbs: []string{a.verb}}
 }
 
-// Rules returns the RBAC rules the component's Controller needs (package rbac): on its owner
+// Rules returns the RBAC rules the component's reconciler needs (package rbac): on its owner
 // type (rbac.Owner), on each type of OwnedTypes (rbac.Owned; with PersistentVolumeClaims,
 // rbac.StorageClasses), and kdag's own (rbac.Kdag), merged (rbac.Merge). scheme and mapper
 // name the types' groups and resources. It returns an error naming the first type that scheme or
@@ -237,7 +238,7 @@ func (c Component) Rules(scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbac
 	return rbac.Merge(rules), err
 }
 
-// rulesNeeded returns the rules a Controller of m needs (Component.Rules), and the error of the
+// rulesNeeded returns the rules a reconciler of m needs (Component.Rules), and the error of the
 // first type the scheme or mapper does not know, which it leaves out.
 func rulesNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbacv1.PolicyRule, error) {
 	var firstErr error
@@ -282,8 +283,8 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// accessNeeded returns the API accesses a Controller of m needs (rulesNeeded, one verb each). A
-// type the scheme or mapper does not know is left out: registering the Controller reports it
+// accessNeeded returns the API accesses a reconciler of m needs (rulesNeeded, one verb each). A
+// type the scheme or mapper does not know is left out: registering the reconciler reports it
 // more clearly.
 func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
 	rules, _ := rulesNeeded(m, scheme, mapper)
@@ -364,7 +365,7 @@ type brokenManager struct{ err error }
 
 func (b brokenManager) newOwner() client.Object     { return nil }
 func (b brokenManager) ownedTypes() []client.Object { return nil }
-func (b brokenManager) addResources(context.Context, client.Object, *Builder) error {
+func (b brokenManager) addResources(context.Context, client.Object, *Graph) error {
 	return b.err
 }
 func (b brokenManager) validate(context.Context, client.Object) (bool, error) { return false, b.err }

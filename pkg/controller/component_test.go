@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -60,7 +61,7 @@ func (rm endpointRM) ReportStatus(_ context.Context, w *testapi.Widget, report R
 // block, which the reporter cannot overwrite; a second pass writes nothing; a field the reporter
 // clears is removed from the live status.
 func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
-	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		return nil
 	}}}
@@ -107,8 +108,8 @@ func TestReport_GetAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := Report{scheme: scheme, namespace: "ns", nodes: []nodeReport{
-		{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, state: kdagv1alpha1.NodeReady, object: u},
-		{id: NodeID{Kind: "Secret", Namespace: "ns", Name: "key"}, state: kdagv1alpha1.NodeBlocked},
+		{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, state: kdagv1alpha1.NodeReady, object: u},
+		{id: graph.NodeID{Kind: "Secret", Namespace: "ns", Name: "key"}, state: kdagv1alpha1.NodeBlocked},
 	}}
 	type unknown struct{ corev1.ConfigMap } // not in the scheme
 	for _, tc := range []struct {
@@ -257,7 +258,7 @@ func TestSetup_RBACCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+			rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 				return nil
 			}}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/resources"
 
 	"github.com/go-logr/logr"
 	"github.com/pkg/errors"
@@ -39,10 +40,10 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// Controller reconciles one owner type with a ResourceManager: it builds the owner's graph,
+// reconciler reconciles one owner type with a ResourceManager: it builds the owner's graph,
 // applies every node as soon as its blockers are ready, prunes what the graph no longer holds
 // and writes the owner's status. Create it with New.
-type Controller struct {
+type reconciler struct {
 	name     string
 	rm       manager
 	opts     options
@@ -64,14 +65,14 @@ type Controller struct {
 	owned     []ownedType
 	ownedKind map[schema.GroupKind]bool
 	// kindReady: the WithReadyWhen rules by kind
-	kindReady map[schema.GroupKind]ReadyFunc
+	kindReady map[schema.GroupKind]resources.ReadyFunc
 	teardown  bool
 
 	// engine writes each node's object (pkg/apply).
 	engine *apply.Engine
 	// revisions remembers the owners' last revision numbers (revision.go).
 	revisions revisions
-	// refs checks the objects of Builder.Reference nodes and wakes their owners on a change.
+	// refs checks the objects of Graph.Reference nodes and wakes their owners on a change.
 	refs *references
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
 	// are going away, and kdag makes no more attempts to create anything there.
@@ -89,12 +90,12 @@ type ownedType struct {
 	indexed bool
 }
 
-// register creates the Controller named name for m and registers it with mgr: it watches the
+// register creates the reconciler named name for m and registers it with mgr: it watches the
 // owner type (changes of generation, labels or annotations) and every owned type (any change of
 // an object whose controller owner reference, or whose kdag labels, point at an owner). It
 // returns an error when name is empty, when m declares no owned type, or when a type is not in
 // the manager's scheme — setup mistakes that should stop the process at start.
-func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Controller, error) {
+func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*reconciler, error) {
 	c, err := newController(mgr, name, m, opts...)
 	if err != nil {
 		return nil, err
@@ -134,8 +135,8 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*Contro
 	return c, nil
 }
 
-// newController sets a Controller up without registering it with the manager.
-func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*Controller, error) {
+// newController sets a reconciler up without registering it with the manager.
+func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*reconciler, error) {
 	if name == "" {
 		return nil, errors.New("controller: a component with an empty name")
 	}
@@ -147,7 +148,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		opt.applyTo(&o)
 	}
 	o.defaults(name)
-	c := &Controller{
+	c := &reconciler{
 		name:      name,
 		rm:        rm,
 		opts:      o,
@@ -158,7 +159,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		recorder:  mgr.GetEventRecorder(name),
 		metrics:   o.Metrics,
 		ownedKind: map[schema.GroupKind]bool{},
-		kindReady: map[schema.GroupKind]ReadyFunc{},
+		kindReady: map[schema.GroupKind]resources.ReadyFunc{},
 	}
 	for _, k := range o.KindReadiness {
 		gvk, err := apiutil.GVKForObject(k.kind, c.scheme)
@@ -166,7 +167,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 			return nil, errors.Wrapf(err, "controller %s: WithReadyWhen: type %T is not in the manager's scheme", name, k.kind)
 		}
 		if k.fn == nil {
-			return nil, errors.Errorf("controller %s: WithReadyWhen(%s): nil ReadyFunc", name, gvk.Kind)
+			return nil, errors.Errorf("controller %s: WithReadyWhen(%s): nil resources.ReadyFunc", name, gvk.Kind)
 		}
 		c.kindReady[gvk.GroupKind()] = k.fn
 	}
@@ -247,11 +248,11 @@ func onDelete(mgr ctrl.Manager, obj client.Object, forget func(metav1.Object)) e
 	return err
 }
 
-// forgetOnDelete makes the Controller forget what it remembers about an object of obj's type
+// forgetOnDelete makes the reconciler forget what it remembers about an object of obj's type
 // that it applied (last verified state, drift-repair record, what its content said) once the
 // cache sees the object deleted. Without it, the memory of objects deleted by others would last
 // as long as the process.
-func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
+func (c *reconciler) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 	return onDelete(mgr, obj, func(m metav1.Object) {
 		if m.GetLabels()[kdagv1alpha1.LabelController] == c.name {
 			c.forget(m.GetUID())
@@ -263,7 +264,7 @@ func (c *Controller) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 const ownerUIDIndex = "kdag.dev/uid"
 
 // indexOwnersByUID indexes the cached owners by UID, for ownerByLabel.
-func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
+func (c *reconciler) indexOwnersByUID(mgr ctrl.Manager) error {
 	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.newOwner(), ownerUIDIndex, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
 	})
@@ -273,7 +274,7 @@ func (c *Controller) indexOwnersByUID(mgr ctrl.Manager) error {
 // (by the owner UID label and the owner index), so that its events resume the owner: a waiting
 // node, a teardown waiting for the object to be gone. Objects with a controller owner reference
 // to the owner are left to Owns.
-func (c *Controller) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
+func (c *reconciler) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
 	lbls := obj.GetLabels()
 	uid := lbls[kdagv1alpha1.LabelOwnerUID]
 	if lbls[kdagv1alpha1.LabelController] != c.name || uid == "" {
@@ -304,13 +305,13 @@ func (c *Controller) ownerByLabel(ctx context.Context, obj client.Object) []reco
 }
 
 // ownerIndex names the cache index of the objects of one controller by owner UID.
-func (c *Controller) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
+func (c *reconciler) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
 
 // indexOwned indexes the cached objects of obj's type that this controller applied by their
 // owner UID label, so that prune finds an owner's objects without scanning every cached object
 // of the type (a scan that grows with owners × objects). It reports false when the cache cannot
 // add the index (it has started already); prune then filters by label instead.
-func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
+func (c *reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 	name := c.name
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, c.ownerIndex(), func(o client.Object) []string {
 		l := o.GetLabels()
@@ -331,7 +332,7 @@ func (c *Controller) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 // retries with rate-limited exponential backoff. When kdag paused repairing an object that
 // another writer keeps changing (Options.DriftRepairLimit), it returns nil with RequeueAfter set
 // to the end of the pause.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner := c.rm.newOwner()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -344,7 +345,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if c.opts.OwnerFilter != nil && !c.opts.OwnerFilter(owner) {
 		// Another manager's owner (a cache that does not select this manager's owners holds
-		// it): not this Controller's to touch, and no teardown either.
+		// it): not this reconciler's to touch, and no teardown either.
 		c.expansionStalled.Delete(req.NamespacedName)
 		c.revisions.forget(owner)
 		c.metrics.ForgetOwner(c.name, req.String())
@@ -371,7 +372,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // reconcile is Reconcile once the owner is read and the span started.
-func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	c.forgetTerminatingNamespace(owner)
 	if c.namespaceTerminating(owner.GetNamespace()) || c.refs.namespaceTerminating(ctx, owner.GetNamespace()) {
 		c.markNamespaceTerminating(owner.GetNamespace())
@@ -407,7 +408,7 @@ func (c *Controller) reconcile(ctx context.Context, owner client.Object) (reconc
 
 // reconcileGraph validates the owner, builds and runs its graph, and prunes. It returns an
 // error only when the owner's finalizer could not be added (nothing ran).
-func (c *Controller) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
+func (c *reconciler) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
 	r := &outcome{start: time.Now()}
 	specs, index := c.prepareGraph(ctx, owner, r)
 	if specs == nil {
@@ -449,7 +450,7 @@ const keptRequeue = 100 * time.Millisecond
 
 // prepareGraph validates the owner and builds its graph (buildGraph), under the "build graph" span. It
 // returns nil nodes (and records the error in r) when the graph cannot be built.
-func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[NodeID]int) {
+func (c *reconciler) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[graph.NodeID]int) {
 	ctx, span := startSpan(ctx, spanBuildGraph)
 	defer func() {
 		span.SetAttributes(attrNodes.Int(len(specs)))
@@ -468,7 +469,7 @@ func (c *Controller) prepareGraph(ctx context.Context, owner client.Object, r *o
 		return nil, nil
 	}
 	b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind)
-	var build *BuildError
+	var build *GraphError
 	switch {
 	case errors.As(err, &build):
 		r.terminal, r.reason = err, kdagv1alpha1.ReasonBuildFailed
@@ -505,7 +506,7 @@ func firstErr(errs ...error) error {
 }
 
 // runGraph applies every node, each once its blockers are ready.
-func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
+func (c *reconciler) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
 	ctx, span := startSpan(ctx, spanRunGraph, trace.WithAttributes(attrNodes.Int(len(specs))))
 	defer span.End()
 	runStart := time.Now()
@@ -514,10 +515,10 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 	for _, s := range specs {
 		edges += len(s.blockers)
 	}
-	g := graph.New[NodeID](graph.Options{SizeHint: len(specs), EdgeHint: edges})
+	g := graph.New[graph.NodeID](graph.Options{SizeHint: len(specs), EdgeHint: edges})
 	for i, s := range specs {
 		results[i].spec = s // before the run: dependents read their blockers' specs
-		blockers := make([]NodeID, len(s.blockers))
+		blockers := make([]graph.NodeID, len(s.blockers))
 		for j, bl := range s.blockers {
 			blockers[j] = bl.id
 		}
@@ -543,8 +544,8 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 			return err
 		}
 		if err := g.AddNode(s.id, fn, blockers...); err != nil {
-			// The Builder checked IDs and blockers already; this is a bug.
-			results[i] = nodeResult{spec: s, state: stateFailed, err: errors.Wrap(err, "add to graph")}
+			// The Graph checked IDs and blockers already; this is a bug.
+			results[i] = nodeResult{spec: s, state: kdagv1alpha1.NodeFailed, err: errors.Wrap(err, "add to graph")}
 			return results
 		}
 	}
@@ -556,33 +557,33 @@ func (c *Controller) runGraph(ctx context.Context, owner client.Object, specs []
 		res.started, res.ended = nr.Start, nr.End
 		switch nr.Outcome {
 		case graph.Succeeded:
-			res.state = stateReady
+			res.state = kdagv1alpha1.NodeReady
 		case graph.Failed:
 			var w *waitingError
 			if errors.As(nr.Err, &w) {
-				res.state, res.message, res.detail = stateWaiting, w.Error(), w.detail
+				res.state, res.message, res.detail = kdagv1alpha1.NodeWaiting, w.Error(), w.detail
 			} else {
-				res.state, res.err = stateFailed, nr.Err
+				res.state, res.err = kdagv1alpha1.NodeFailed, nr.Err
 			}
 		case graph.Blocked:
-			res.state, res.message = stateBlocked, "waiting for "+nr.BlockedBy.String()
+			res.state, res.message = kdagv1alpha1.NodeBlocked, "waiting for "+nr.BlockedBy.String()
 		case graph.Canceled:
-			res.state, res.message = stateCanceled, "reconcile ended before this node ran"
+			res.state, res.message = kdagv1alpha1.NodeCanceled, "reconcile ended before this node ran"
 		}
 	}
 	recordSkippedNodeSpans(ctx, results, run)
 	return results
 }
 
-func (c *Controller) addFinalizer(ctx context.Context, owner client.Object) error {
+func (c *reconciler) addFinalizer(ctx context.Context, owner client.Object) error {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(owner, kdagv1alpha1.Finalizer)
 	return errors.Wrapf(c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager)),
 		"add finalizer %s to %s %s", kdagv1alpha1.Finalizer, c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 }
 
-// forget drops what the Controller remembers about an object.
-func (c *Controller) forget(uid types.UID) {
+// forget drops what the reconciler remembers about an object.
+func (c *reconciler) forget(uid types.UID) {
 	c.engine.Forget(uid)
 	c.observed.Delete(uid)
 }
@@ -591,8 +592,8 @@ func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
 
 func errorsIsPanic(err error) bool { return errors.Is(err, graph.ErrPanic) }
 
-// ownsClaims reports whether the Controller's owners own PersistentVolumeClaims.
-func (c *Controller) ownsClaims() bool {
+// ownsClaims reports whether the reconciler's owners own PersistentVolumeClaims.
+func (c *reconciler) ownsClaims() bool {
 	for _, t := range c.owned {
 		if t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
 			return true
@@ -603,7 +604,7 @@ func (c *Controller) ownsClaims() bool {
 
 // ownersStalledOnStorage maps a StorageClass event to the owners Stalled because a claim could
 // not grow (VolumeExpansionForbidden): any class change may be the fix, and there are few.
-func (c *Controller) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
+func (c *reconciler) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	c.expansionStalled.Range(func(k, _ any) bool {
 		out = append(out, reconcile.Request{NamespacedName: k.(types.NamespacedName)})

@@ -53,7 +53,7 @@ func convergeLayers(w *testapi.Widget, width, depth int) [][]client.Object {
 
 // convergeRM is the kdag side of BenchmarkConverge: the width × depth graph of convergeLayers.
 func convergeRM(width, depth int) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		var prev []Node
 		for _, layer := range convergeLayers(w, width, depth) {
 			cur := make([]Node, len(layer))
@@ -193,7 +193,7 @@ func (s *rttSampler) median() time.Duration { return percentile(s.samples, 0.5) 
 // envtest, from the reconcile's start until every object exists and the owner's status says
 // Ready (ConfigMaps and Secrets are ready once written).
 //
-// engine=kdag is one reconcile of the kdag Controller; engine=baseline is convergeBaseline, the
+// engine=kdag is one reconcile of the kdag reconciler; engine=baseline is convergeBaseline, the
 // common CreateOrUpdate loop, one object at a time in topological order. Both run against the
 // same manager, its cache, and the same API server, which is left quiet (no request for 50 ms)
 // before each measured deploy. Each reports:
@@ -274,7 +274,7 @@ func BenchmarkConverge_Parallel(b *testing.B) {
 
 // convergeCase is one run of benchmarkConverge: the graph's shape, the engine timed ("baseline",
 // "rawssa" or "kdag"), with proxy, the round trip a latency proxy adds to every request, and
-// the kdag Controller's WithMaxParallelNodes (0: its default).
+// the kdag reconciler's WithMaxParallelNodes (0: its default).
 type convergeCase struct {
 	width, depth int
 	engine       string

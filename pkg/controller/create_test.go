@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
@@ -157,16 +158,16 @@ func (r *noteRecorder) Eventf(_, _ runtime.Object, _, reason, _, note string, ar
 }
 
 func TestObjectsEvent_Note(t *testing.T) {
-	ids := func(n int) []NodeID {
-		out := make([]NodeID, n)
+	ids := func(n int) []graph.NodeID {
+		out := make([]graph.NodeID, n)
 		for i := range out {
-			out[i] = NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%02d", i)}
+			out[i] = graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%02d", i)}
 		}
 		return out
 	}
 	tests := []struct {
 		name string
-		ids  []NodeID
+		ids  []graph.NodeID
 		want []string
 	}{
 		{name: "none", ids: nil, want: nil},
@@ -179,7 +180,7 @@ func TestObjectsEvent_Note(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &noteRecorder{}
-			c := &Controller{recorder: rec}
+			c := &reconciler{recorder: rec}
 			c.objectsEvent(t.Context(), &testapi.Widget{}, "Pruned", "Deleted", ": no longer part of the graph", tt.ids)
 			if !slices.Equal(rec.notes, tt.want) {
 				t.Errorf("notes %q\nwant  %q", rec.notes, tt.want)
@@ -209,7 +210,7 @@ func TestEvent_NoteEndsWithTheTraceID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &noteRecorder{}
-			c := &Controller{recorder: rec}
+			c := &reconciler{recorder: rec}
 			c.event(tt.ctx, &testapi.Widget{}, corev1.EventTypeNormal, "Ready", "%s", tt.msg)
 			if len(rec.notes) != 1 {
 				t.Fatalf("notes %q, want one", rec.notes)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // criticalPath returns the indices in r.nodes of the chain of nodes that set the graph run's wall
@@ -64,7 +65,7 @@ func (r *outcome) reconcileSummary(ctx context.Context) *kdagv1alpha1.ReconcileS
 		n := &r.nodes[i]
 		sum.CriticalPath = append(sum.CriticalPath, kdagv1alpha1.PathNode{
 			Group: n.spec.id.Group, Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace, Name: n.spec.id.Name,
-			State:      n.state.api(),
+			State:      n.state,
 			WaitMillis: (n.started - n.wait).Milliseconds(),
 			RunMillis:  (n.ended - n.started).Milliseconds(),
 		})
@@ -82,22 +83,22 @@ func (r *outcome) reconcileSummary(ctx context.Context) *kdagv1alpha1.ReconcileS
 func (r *outcome) waitingFor(old *kdagv1alpha1.WaitingFor, now time.Time) *kdagv1alpha1.WaitingFor {
 	pick := -1
 	for i := 0; old != nil && i < len(r.nodes); i++ {
-		if n := &r.nodes[i]; n.spec != nil && n.state != stateReady && sameObject(old, n.spec.id) {
+		if n := &r.nodes[i]; n.spec != nil && n.state != kdagv1alpha1.NodeReady && sameObject(old, n.spec.id) {
 			pick = i
 		}
 	}
-	for _, want := range []nodeState{stateWaiting, stateFailed, stateBlocked, stateCanceled} {
+	for _, want := range []kdagv1alpha1.NodeState{kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled} {
 		for i := 0; pick < 0 && i < len(r.nodes); i++ {
 			if r.nodes[i].state == want && r.nodes[i].spec != nil {
 				pick = i
 			}
 		}
 	}
-	var id NodeID
+	var id graph.NodeID
 	state := kdagv1alpha1.NodeWaiting
 	switch {
 	case pick >= 0:
-		id, state = r.nodes[pick].spec.id, r.nodes[pick].state.api()
+		id, state = r.nodes[pick].spec.id, r.nodes[pick].state
 	case len(r.prune.terminating) > 0:
 		id = r.prune.terminating[0].id
 		for _, t := range r.prune.terminating {
@@ -119,6 +120,6 @@ func (r *outcome) waitingFor(old *kdagv1alpha1.WaitingFor, now time.Time) *kdagv
 }
 
 // sameObject reports whether w names the object id.
-func sameObject(w *kdagv1alpha1.WaitingFor, id NodeID) bool {
+func sameObject(w *kdagv1alpha1.WaitingFor, id graph.NodeID) bool {
 	return w.Group == id.Group && w.Kind == id.Kind && w.Namespace == id.Namespace && w.Name == id.Name
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // pathOutcome builds an outcome of nodes named by letter; blockers by index; times in ms as
@@ -16,17 +17,20 @@ type pathNode struct {
 	name     string
 	blockers []int
 	times    [3]int
-	state    nodeState
+	state    kdagv1alpha1.NodeState // NodeReady when empty
 }
 
 func pathOutcome(nodes ...pathNode) *outcome {
 	r := &outcome{}
 	for _, n := range nodes {
-		s := &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: n.name}}
+		s := &nodeSpec{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: n.name}}
 		for _, b := range n.blockers {
-			s.blockers = append(s.blockers, Node{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: nodes[b].name}, index: b})
+			s.blockers = append(s.blockers, Node{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: nodes[b].name}, index: b})
 		}
 		ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+		if n.state == "" {
+			n.state = kdagv1alpha1.NodeReady
+		}
 		r.nodes = append(r.nodes, nodeResult{spec: s, state: n.state,
 			wait: ms(n.times[0]), started: ms(n.times[1]), ended: ms(n.times[2])})
 	}
@@ -39,7 +43,7 @@ func TestCriticalPath(t *testing.T) {
 		nodes []pathNode
 		want  []string
 	}{
-		{name: "nothing ran", nodes: []pathNode{{name: "a", state: stateBlocked}}},
+		{name: "nothing ran", nodes: []pathNode{{name: "a", state: kdagv1alpha1.NodeBlocked}}},
 		{name: "one node", nodes: []pathNode{{name: "a", times: [3]int{0, 0, 5}}}, want: []string{"a"}},
 		{name: "the chain that ended last, through the blocker that ended last",
 			nodes: []pathNode{
@@ -52,8 +56,8 @@ func TestCriticalPath(t *testing.T) {
 			want: []string{"b", "c", "e"}},
 		{name: "a blocked node is not on it",
 			nodes: []pathNode{
-				{name: "a", times: [3]int{0, 0, 10}, state: stateWaiting},
-				{name: "b", blockers: []int{0}, state: stateBlocked},
+				{name: "a", times: [3]int{0, 0, 10}, state: kdagv1alpha1.NodeWaiting},
+				{name: "b", blockers: []int{0}, state: kdagv1alpha1.NodeBlocked},
 			},
 			want: []string{"a"}},
 	}
@@ -74,7 +78,7 @@ func TestCriticalPath(t *testing.T) {
 func TestReconcileSummary_TimesOfThePath(t *testing.T) {
 	r := pathOutcome(
 		pathNode{name: "a", times: [3]int{0, 0, 10}},
-		pathNode{name: "b", blockers: []int{0}, times: [3]int{10, 14, 50}, state: stateWaiting},
+		pathNode{name: "b", blockers: []int{0}, times: [3]int{10, 14, 50}, state: kdagv1alpha1.NodeWaiting},
 	)
 	sum := r.reconcileSummary(t.Context())
 	want := []kdagv1alpha1.PathNode{
@@ -91,9 +95,9 @@ func TestWaitingFor(t *testing.T) {
 	earlier := metav1.NewTime(now.Add(-42 * time.Second))
 	r := pathOutcome(
 		pathNode{name: "a", times: [3]int{0, 0, 10}},
-		pathNode{name: "slow", times: [3]int{0, 0, 20}, state: stateWaiting},
-		pathNode{name: "other", times: [3]int{0, 0, 5}, state: stateWaiting},
-		pathNode{name: "behind", blockers: []int{1}, state: stateBlocked},
+		pathNode{name: "slow", times: [3]int{0, 0, 20}, state: kdagv1alpha1.NodeWaiting},
+		pathNode{name: "other", times: [3]int{0, 0, 5}, state: kdagv1alpha1.NodeWaiting},
+		pathNode{name: "behind", blockers: []int{1}, state: kdagv1alpha1.NodeBlocked},
 	)
 	got := r.waitingFor(nil, now)
 	if got == nil || got.Name != "slow" || got.State != kdagv1alpha1.NodeWaiting || !got.Since.Time.Equal(now) {
@@ -109,7 +113,7 @@ func TestWaitingFor(t *testing.T) {
 	}
 	offPath := pathOutcome(
 		pathNode{name: "done", times: [3]int{0, 0, 30}},
-		pathNode{name: "failed", times: [3]int{0, 0, 5}, state: stateFailed},
+		pathNode{name: "failed", times: [3]int{0, 0, 5}, state: kdagv1alpha1.NodeFailed},
 	)
 	if got := offPath.waitingFor(nil, now); got == nil || got.Name != "failed" || got.State != kdagv1alpha1.NodeFailed {
 		t.Errorf("waitingFor = %+v, want the failed node off the critical path", got)

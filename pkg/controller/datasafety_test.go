@@ -71,7 +71,7 @@ func TestOwnership_LabelAloneIsNotOwnership(t *testing.T) {
 // dependent feeds the same hash as when it is read from the cache later, so the dependent is
 // written once (a first deploy does not roll a StatefulSet twice).
 func TestHash_SameWhetherJustCreatedOrCached(t *testing.T) {
-	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		svc := b.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": w.Name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
 		b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}), DependsOn(svc), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
@@ -93,7 +93,7 @@ func TestHash_SameWhetherJustCreatedOrCached(t *testing.T) {
 // phasedRM: a migration Job (Finished while spec.data["migrated"] is "yes") that a Deployment
 // waits for with an order-only edge, a generated create-only Secret that protects the data of
 // the claim "<name>-data", and the claim, created after it.
-var phasedRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+var phasedRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	jobOpts := []NodeOption{CreateOnly()}
 	if w.Spec.Data["migrated"] == "yes" {
 		jobOpts = append(jobOpts, Finished())
@@ -245,7 +245,7 @@ func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
 // finalizer, held for an object in another namespace, is released once kdag deleted that one.
 func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 	other := env.Namespace(t)
-	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: w.Name + "-remote"}})
 		return nil

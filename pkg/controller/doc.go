@@ -5,9 +5,9 @@
 //
 //  1. Get the owner from the cache; if it is being deleted, tear down (finalizer, reverse order).
 //  2. Validate it (optional Validator); a failure is terminal: Stalled, no retry until it changes.
-//  3. AddResources fills a Builder: typed objects, each with DependsOn blockers and options, and
+//  3. AddResources fills a Graph: typed objects, each with DependsOn blockers and options, and
 //     References to objects the owner needs but kdag never writes (a user's Secret). The
-//     Builder adds the edges the objects' references say (a pod template mounting a ConfigMap
+//     Graph adds the edges the objects' references say (a pod template mounting a ConfigMap
 //     of the graph, an Ingress routing to a Service of it; infer.go lists them).
 //  4. The graph runs (pkg/graph): a node starts once its blockers are applied and ready.
 //  5. A node gets kdag's labels, an owner reference, its blockers' content hash and its own hash.
@@ -33,7 +33,7 @@
 //		return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
 //	}
 //
-//	func (ResourceManager) AddResources(_ context.Context, h *v1alpha1.Hello, b *controller.Builder) error {
+//	func (ResourceManager) AddResources(_ context.Context, h *v1alpha1.Hello, b *controller.Graph) error {
 //		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: h.Name + "-pages"}, Data: h.Spec.Pages})
 //		server := b.Add(deployment(h)) // mounts the pages: waits for them, rolls with them (inferred)
 //		b.Add(service(h), controller.DependsOn(server))

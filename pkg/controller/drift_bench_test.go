@@ -17,7 +17,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-// BenchmarkDriftRepair measures the drift repair latency of a kdag Controller registered with a
+// BenchmarkDriftRepair measures the drift repair latency of a kdag reconciler registered with a
 // running manager, as in production: its Owns watch sees a foreign edit and its reconcile
 // reverts it. Each iteration deploys a new owner (driftRM: a ConfigMap, and a Deployment that
 // depends on it), waits until it is Ready and the manager is quiet, then edits the owner's
@@ -92,7 +92,7 @@ func BenchmarkDriftRepair(b *testing.B) {
 // has no Service: envtest never frees a Service's cluster IP (no namespace controller), and a
 // Service per owner would fill the /24 service range within one run.
 func driftRM() funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		labels := map[string]string{"app": w.Name}
 		config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&appsv1.Deployment{

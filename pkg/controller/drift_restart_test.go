@@ -34,7 +34,7 @@ func (listsRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}, &testapi.Widget{}}
 }
 
-func (listsRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (listsRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	w := owner
 	labels := map[string]string{"app": w.Name}
 	if w.Labels[childLabel] != "" {

@@ -219,7 +219,7 @@ func TestDriftPolicy_UnknownAnnotationStalls(t *testing.T) {
 
 // scaledRM: a ConfigMap from spec.data and a Deployment reading it, whose spec.replicas
 // (spec.replicas of the Widget, 3 by default) kdag sets at create time only: IgnoreFields.
-var scaledRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+var scaledRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 	b.Add(webDeployment(w, 3), IgnoreFields("spec.replicas"), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
@@ -322,7 +322,7 @@ func TestIgnoreFields_ReplicasLeftToAnotherManager(t *testing.T) {
 
 // TestIgnoreFields_BadPathIsABuildError: a list element cannot be ignored; the owner is Stalled.
 func TestIgnoreFields_BadPathIsABuildError(t *testing.T) {
-	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, IgnoreFields("spec.containers[name=web].image"))
 		return nil
 	}}

@@ -72,19 +72,19 @@ func TestValidate_InvalidOwnerIsStalledUntilFixed(t *testing.T) {
 func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 	tests := []struct {
 		name   string
-		add    func(w *testapi.Widget, b *Builder)
+		add    func(w *testapi.Widget, b *Graph)
 		failed string // name of the rejected node's object
 	}{
 		{
 			name: "ConfigMap with an invalid data key",
-			add: func(w *testapi.Widget, b *Builder) {
+			add: func(w *testapi.Widget, b *Graph) {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Data: map[string]string{"bad key!": "x"}})
 			},
 			failed: "bad",
 		},
 		{
 			name: "Service with port 0",
-			add: func(w *testapi.Widget, b *Builder) {
+			add: func(w *testapi.Widget, b *Graph) {
 				b.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bad"},
 					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 0}}}})
 			},
@@ -93,7 +93,7 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error {
+			f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "good"}})
 				tt.add(w, b)
 				return nil
@@ -210,37 +210,37 @@ func TestBuild_MistakesAreTerminal(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		add  func(b *Builder)
+		add  func(b *Graph)
 		want string // in the Stalled message
 	}{
 		{
 			name: "same object twice",
-			add:  func(b *Builder) { b.Add(cm("twice")); b.Add(cm("twice")) },
+			add:  func(b *Graph) { b.Add(cm("twice")); b.Add(cm("twice")) },
 			want: "twice: added twice",
 		},
 		{
 			name: "object without a name",
-			add:  func(b *Builder) { b.Add(cm("")) },
+			add:  func(b *Graph) { b.Add(cm("")) },
 			want: "object has no name",
 		},
 		{
 			name: "nil object",
-			add:  func(b *Builder) { b.Add(nil) },
+			add:  func(b *Graph) { b.Add(nil) },
 			want: "nil object",
 		},
 		{
 			name: "typed nil object",
-			add:  func(b *Builder) { b.Add((*corev1.ConfigMap)(nil)) },
+			add:  func(b *Graph) { b.Add((*corev1.ConfigMap)(nil)) },
 			want: "nil object",
 		},
 		{
 			name: "blocker whose Add failed",
-			add:  func(b *Builder) { bad := b.Add(cm("")); b.Add(cm("after"), DependsOn(bad)) },
+			add:  func(b *Graph) { bad := b.Add(cm("")); b.Add(cm("after"), DependsOn(bad)) },
 			want: "is unknown",
 		},
 		{
 			name: "type not owned",
-			add: func(b *Builder) {
+			add: func(b *Graph) {
 				b.Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}})
 			},
 			want: "not an owned type",
@@ -248,7 +248,7 @@ func TestBuild_MistakesAreTerminal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Builder) error {
+			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Graph) error {
 				b.Add(cm("fine"))
 				tt.add(b)
 				return nil
@@ -284,7 +284,7 @@ func TestBuild_AddResourcesErrorKinds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, funcRM{add: func(*testapi.Widget, *Builder) error { return tt.err }})
+			f := newFixture(t, funcRM{add: func(*testapi.Widget, *Graph) error { return tt.err }})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 			err := f.reconcile("app")
 			if err == nil || isTerminalErr(err) != tt.wantTerminal {

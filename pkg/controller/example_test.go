@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -24,7 +25,7 @@ func (cache) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
 }
 
-func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Builder) error {
+func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	name := owner.GetName() + "-cache"
 	config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	deploy := b.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, controller.DependsOn(config))
@@ -32,14 +33,14 @@ func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controlle
 	return nil
 }
 
-// ExampleNewPlan renders the graph of a ResourceManager without a cluster.
-func ExampleNewPlan() {
+// Example_plan renders the graph of a ResourceManager without a cluster (plan.NewPlan).
+func Example_plan() {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app"}}
 
-	plan, err := controller.NewPlan(context.Background(), cache{}, owner, scheme, nil)
+	plan, err := plan.NewPlan(context.Background(), cache{}, owner, scheme, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

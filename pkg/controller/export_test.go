@@ -28,7 +28,7 @@ func CtrlConfigSkipNameValidation() config.Controller { return ctrlConfigSkipNam
 
 // NewFuncRM returns the test ResourceManager over Widgets whose graph is add, owning ConfigMaps,
 // Secrets, Services, Deployments and the types of owned.
-func NewFuncRM(add func(w *testapi.Widget, b *Builder) error, owned ...client.Object) ResourceManager[*testapi.Widget] {
+func NewFuncRM(add func(w *testapi.Widget, b *Graph) error, owned ...client.Object) ResourceManager[*testapi.Widget] {
 	return funcRM{add: add}.owning(owned...)
 }
 
@@ -37,20 +37,20 @@ func SameType(a, b client.Object) bool { return sameType(a, b) }
 
 // ReferenceObjects returns how many objects of kind (a core kind: "Secret") the informers of c's
 // referenced objects hold.
-func ReferenceObjects(c *Controller, kind string) int {
+func ReferenceObjects(c *reconciler, kind string) int {
 	return c.refs.cachedObjects(schema.GroupVersionKind{Version: "v1", Kind: kind})
 }
 
 // ShardCache and ShardControllerOptions, set by shard_test.go from package shard, make the
 // managers of BenchmarkScaleReplicas static shards as kdag's --shard does: the cache narrowed to
-// shard, and the Controller options of its manager.
+// shard, and the reconciler options of its manager.
 var (
 	ShardCache             func(opts cache.Options, shard string) (cache.Options, error)
 	ShardControllerOptions func(mgr ctrl.Manager, shard string) []Option
 )
 
-// Register registers the Controller named name for rm with mgr and returns it (Setup without the
+// Register registers the reconciler named name for rm with mgr and returns it (Setup without the
 // RBAC check), for tests that look inside it (ReferenceObjects).
-func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*Controller, error) {
+func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*reconciler, error) {
 	return registerFor(mgr, name, rm, opts...)
 }

@@ -9,20 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 // testOutcome builds a summarized outcome from specs and their states, as runGraph would.
-func testOutcome(specs []*nodeSpec, states []nodeState) *outcome {
+func testOutcome(specs []*nodeSpec, states []kdagv1alpha1.NodeState) *outcome {
 	r := &outcome{nodes: make([]nodeResult, len(specs))}
 	for i, s := range specs {
 		r.nodes[i] = nodeResult{spec: s, state: states[i]}
 		switch states[i] {
-		case stateWaiting:
+		case kdagv1alpha1.NodeWaiting:
 			r.nodes[i].message = "waiting for " + s.id.String()
-		case stateFailed:
+		case kdagv1alpha1.NodeFailed:
 			r.nodes[i].err = errors.Errorf("%s: boom", s.id)
-		case stateBlocked:
+		case kdagv1alpha1.NodeBlocked:
 			r.nodes[i].message = "waiting for " + specs[s.blockers[0].index].id.String()
 		}
 	}
@@ -30,8 +31,8 @@ func testOutcome(specs []*nodeSpec, states []nodeState) *outcome {
 	return r
 }
 
-// testSpecs links specs by blocker indices, as Builder.Add does.
-func testSpecs(ids []NodeID, blockers [][]int) []*nodeSpec {
+// testSpecs links specs by blocker indices, as Graph.Add does.
+func testSpecs(ids []graph.NodeID, blockers [][]int) []*nodeSpec {
 	specs := make([]*nodeSpec, len(ids))
 	for i, id := range ids {
 		specs[i] = &nodeSpec{id: id}
@@ -43,14 +44,14 @@ func testSpecs(ids []NodeID, blockers [][]int) []*nodeSpec {
 }
 
 func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
-	specs := testSpecs([]NodeID{
+	specs := testSpecs([]graph.NodeID{
 		{Kind: "Secret", Namespace: "ns", Name: "s0"},
 		{Kind: "Service", Namespace: "ns", Name: "svc1"},
 		{Group: "gitea.kdag.dev", Kind: "PostgreSQL", Namespace: "ns", Name: "db2"},
 		{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "app3"},
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: "crb4"},
 	}, [][]int{nil, nil, {0}, {2, 1}, {3}})
-	states := []nodeState{stateReady, stateReady, stateWaiting, stateBlocked, stateBlocked}
+	states := []kdagv1alpha1.NodeState{kdagv1alpha1.NodeReady, kdagv1alpha1.NodeReady, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeBlocked}
 	r := testOutcome(specs, states)
 
 	g := r.graphSummary()
@@ -104,15 +105,15 @@ func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
 func TestGraphSummary_CapsNodes(t *testing.T) {
 	build := func(n int) *outcome {
 		specs := make([]*nodeSpec, n)
-		states := make([]nodeState, n)
+		states := make([]kdagv1alpha1.NodeState, n)
 		for i := range specs {
-			specs[i] = &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%03d", i)}}
+			specs[i] = &nodeSpec{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%03d", i)}}
 			if i > 0 {
 				specs[i].blockers = []Node{{id: specs[i-1].id, index: i - 1}}
 			}
-			states[i] = stateReady
+			states[i] = kdagv1alpha1.NodeReady
 		}
-		states[n-1] = stateWaiting
+		states[n-1] = kdagv1alpha1.NodeWaiting
 		return testOutcome(specs, states)
 	}
 
@@ -144,8 +145,8 @@ func TestGraphSummary_CapsNodes(t *testing.T) {
 
 func TestGraphSummary_NodeWithoutSpecListsNoNodes(t *testing.T) {
 	// runGraph's "add to graph" failure leaves later slots without a spec.
-	s := &nodeSpec{id: NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
-	r := &outcome{nodes: []nodeResult{{spec: s, state: stateFailed, err: errors.New("add to graph")}, {}}}
+	s := &nodeSpec{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
+	r := &outcome{nodes: []nodeResult{{spec: s, state: kdagv1alpha1.NodeFailed, err: errors.New("add to graph")}, {}}}
 	r.summarize()
 	g := r.graphSummary()
 	if g.Nodes != nil || g.Truncated {

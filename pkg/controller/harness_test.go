@@ -100,13 +100,13 @@ func (c *calls) snapshot() (writes, reads []string) {
 	return writes, reads
 }
 
-// fixture is a started manager with one kdag Controller that is not registered for watches:
+// fixture is a started manager with one kdag reconciler that is not registered for watches:
 // tests call Reconcile themselves, so they decide when reconciles happen.
 type fixture struct {
 	t     testing.TB
 	ns    string
 	mgr   ctrl.Manager
-	c     *Controller
+	c     *reconciler
 	calls *calls
 	cl    client.Client // uncached, for test setup and assertions
 	rm    ResourceManager[*testapi.Widget]
@@ -118,7 +118,7 @@ func newFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Optio
 	return startFixture(t, fixtureConfig{}, rm, opts...)
 }
 
-// newRegisteredFixture is newFixture with the Controller registered with the manager (New): its
+// newRegisteredFixture is newFixture with the reconciler registered with the manager (New): its
 // watches reconcile owners by themselves, and tests wait for the effect rather than call
 // Reconcile.
 func newRegisteredFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
@@ -126,7 +126,7 @@ func newRegisteredFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opt
 	return startFixture(t, fixtureConfig{register: true}, rm, opts...)
 }
 
-// fixtureConfig varies a fixture: register the Controller with the manager, cache these
+// fixtureConfig varies a fixture: register the reconciler with the manager, cache these
 // namespaces too (other than the fixture's own), and reach the API server with config instead
 // of env.Config (through a latency proxy, say).
 type fixtureConfig struct {
@@ -185,7 +185,7 @@ func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Wi
 	return f
 }
 
-// waitReferencesStarted waits until the Controller's references runnable has made, at manager
+// waitReferencesStarted waits until the reconciler's references runnable has made, at manager
 // start, the one uncached list that tells whether namespaces can be watched: a reconcile that
 // raced it would make that list itself, inside the window a test counts requests in.
 func (f *fixture) waitReferencesStarted() {
@@ -197,7 +197,7 @@ func (f *fixture) waitReferencesStarted() {
 	})
 }
 
-// restart replaces the Controller with a new one of the same name, as a restarted operator
+// restart replaces the reconciler with a new one of the same name, as a restarted operator
 // process would have: it remembers nothing of earlier reconciles.
 func (f *fixture) restart() {
 	f.t.Helper()
@@ -272,7 +272,7 @@ func (widgetRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}
 }
 
-func (rm widgetRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm widgetRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	w := owner
 	labels := map[string]string{"app": w.Name}
 	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data}, rm.configOpts...)
@@ -308,7 +308,7 @@ func ctrlConfigSkipNameValidation() config.Controller {
 	return config.Controller{SkipNameValidation: ptr.To(true)}
 }
 
-// cached reads obj from the manager's cache, which the Controller reads from.
+// cached reads obj from the manager's cache, which the reconciler reads from.
 func (f *fixture) cached(obj client.Object, name string) error {
 	return f.mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, obj)
 }
@@ -471,7 +471,7 @@ func mustAdapt(t testing.TB, rm ResourceManager[*testapi.Widget]) manager {
 // funcRM is a ResourceManager over Widgets whose graph is the add function; it owns ConfigMaps,
 // Secrets, Services, Deployments and the types in owned.
 type funcRM struct {
-	add   func(w *testapi.Widget, b *Builder) error
+	add   func(w *testapi.Widget, b *Graph) error
 	owned []client.Object
 }
 
@@ -485,7 +485,7 @@ func (rm funcRM) OwnedTypes() []client.Object {
 	return append([]client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}}, rm.owned...)
 }
 
-func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm funcRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	return rm.add(owner, b)
 }
 

@@ -115,12 +115,12 @@ type hookState struct {
 // a reconcile.TerminalError when a hook failed or timed out (the Job's watch events or a change
 // of the owner resume it), any other error when the status write or the Job's creation failed.
 //
-// When the graph cannot be built for good (a *BuildError, a terminal error of AddResources), no
+// When the graph cannot be built for good (a *GraphError, a terminal error of AddResources), no
 // hook can be rendered: the teardown goes on without them and a Warning event says so; a
 // transient error is returned, to be retried.
-func (c *Controller) runBeforeDelete(ctx context.Context, owner client.Object) (res reconcile.Result, done bool, err error) {
+func (c *reconciler) runBeforeDelete(ctx context.Context, owner client.Object) (res reconcile.Result, done bool, err error) {
 	b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind)
-	var build *BuildError
+	var build *GraphError
 	switch {
 	case errors.As(err, &build) || isTerminal(err):
 		c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonBeforeDeleteFailed,
@@ -196,7 +196,7 @@ func (c *Controller) runBeforeDelete(ctx context.Context, owner client.Object) (
 
 // hookFailed records a failed hook (Stalled, a Warning event) and returns the terminal error
 // that ends the reconcile.
-func (c *Controller) hookFailed(ctx context.Context, owner client.Object, job client.Object, msg string) (reconcile.Result, bool, error) {
+func (c *reconciler) hookFailed(ctx context.Context, owner client.Object, job client.Object, msg string) (reconcile.Result, bool, error) {
 	if err := c.setHookConditions(ctx, owner, job, metav1.ConditionFalse, kdagv1alpha1.ReasonBeforeDeleteFailed, msg, corev1.EventTypeWarning); err != nil {
 		return reconcile.Result{}, false, err
 	}
@@ -235,7 +235,7 @@ func hooksDone(owner client.Object) bool {
 // is already deleted), then the Job is created only if absent. A Job that exists though the
 // cache did not hold it (a shard's cache that has not seen it relabelled) is read from the API
 // server and judged as read.
-func (c *Controller) hookJob(ctx context.Context, owner client.Object, s *nodeSpec) (hookState, error) {
+func (c *reconciler) hookJob(ctx context.Context, owner client.Object, s *nodeSpec) (hookState, error) {
 	live, err := c.newObject(s)
 	if err != nil {
 		return hookState{}, err
@@ -285,7 +285,7 @@ func (c *Controller) hookJob(ctx context.Context, owner client.Object, s *nodeSp
 
 // judgeHook says where the hook's Job job stands: completed, failed (Failed=True, past its
 // timeout, not the owner's), or running with the time left until its timeout.
-func (c *Controller) judgeHook(owner client.Object, s *nodeSpec, job client.Object, created bool) (hookState, error) {
+func (c *reconciler) judgeHook(owner client.Object, s *nodeSpec, job client.Object, created bool) (hookState, error) {
 	timeout := *s.beforeDelete
 	if !c.engine.Owns(c.applyOwner(owner), job) {
 		return hookState{outcome: hookFailed, job: job, msg: fmt.Sprintf(
@@ -331,7 +331,7 @@ func (c *Controller) judgeHook(owner client.Object, s *nodeSpec, job client.Obje
 // (any other reason), writing the status only when a condition changes; then, on a change, it
 // emits an event of type typ with the same reason and message, related to job when not nil. The
 // status is applied whole, as it is live, so that no field of it is lost.
-func (c *Controller) setHookConditions(ctx context.Context, owner, job client.Object, status metav1.ConditionStatus,
+func (c *reconciler) setHookConditions(ctx context.Context, owner, job client.Object, status metav1.ConditionStatus,
 	reason, msg, typ string) error {
 	raw, st, err := currentStatus(owner)
 	if err != nil {

@@ -20,8 +20,8 @@ import (
 
 // hookRM: a ConfigMap "<name>-config", and a BeforeDelete Job "<name>-backup" (timeout from the
 // Widget's spec.data["timeout"], default 10 minutes; Keep when spec.data["keep"] is "yes") that
-// mounts it, so that the Builder infers the edge hook → ConfigMap.
-var hookRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+// mounts it, so that the Graph infers the edge hook → ConfigMap.
+var hookRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 	timeout := 10 * time.Minute
 	if v := w.Spec.Data["timeout"]; v != "" {
@@ -387,32 +387,32 @@ func TestBeforeDelete_BuildErrors(t *testing.T) {
 	cm := func() *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}} }
 	for _, tt := range []struct {
 		name string
-		add  func(b *Builder)
+		add  func(b *Graph)
 		want string // "" for no error
 	}{
-		{"a Job", func(b *Builder) { b.Add(backupJob("w"), BeforeDelete(time.Minute)) }, ""},
-		{"with Keep and CreateOnly", func(b *Builder) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Keep(), CreateOnly()) }, ""},
-		{"a hook after another", func(b *Builder) {
+		{"a Job", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute)) }, ""},
+		{"with Keep and CreateOnly", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Keep(), CreateOnly()) }, ""},
+		{"a hook after another", func(b *Graph) {
 			first := b.Add(backupJob("a"), BeforeDelete(time.Minute))
 			b.Add(backupJob("b"), BeforeDelete(time.Minute), After(first))
 		}, ""},
-		{"not a Job", func(b *Builder) { b.Add(cm(), BeforeDelete(time.Minute)) }, "BeforeDelete applies to a batch/v1 Job only"},
-		{"zero timeout", func(b *Builder) { b.Add(backupJob("w"), BeforeDelete(0)) }, "the timeout must be positive"},
-		{"Finished", func(b *Builder) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Finished()) }, "does not take Finished"},
-		{"Recreate", func(b *Builder) {
+		{"not a Job", func(b *Graph) { b.Add(cm(), BeforeDelete(time.Minute)) }, "BeforeDelete applies to a batch/v1 Job only"},
+		{"zero timeout", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(0)) }, "the timeout must be positive"},
+		{"Finished", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Finished()) }, "does not take Finished"},
+		{"Recreate", func(b *Graph) {
 			b.Add(backupJob("w"), BeforeDelete(time.Minute), Recreate(metav1.DeletePropagationBackground))
 		}, "does not take Finished, Recreate"},
-		{"Adopt", func(b *Builder) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Adopt()) }, "does not take Finished, Recreate, Adopt"},
-		{"a dependent", func(b *Builder) {
+		{"Adopt", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Adopt()) }, "does not take Finished, Recreate, Adopt"},
+		{"a dependent", func(b *Graph) {
 			hook := b.Add(backupJob("w"), BeforeDelete(time.Minute))
 			b.Add(cm(), After(hook))
 		}, "is a BeforeDelete hook: it runs only when the owner is deleted"},
-		{"a Reference", func(b *Builder) { b.Reference(backupJob("w"), BeforeDelete(time.Minute)) }, "a Reference takes no option"},
+		{"a Reference", func(b *Graph) { b.Reference(backupJob("w"), BeforeDelete(time.Minute)) }, "a Reference takes no option"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { tt.add(b); return nil }}.owning(&batchv1.Job{})
+			rm := funcRM{add: func(_ *testapi.Widget, b *Graph) error { tt.add(b); return nil }}.owning(&batchv1.Job{})
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
-			p, err := NewPlan(context.Background(), rm, owner, scheme, nil)
+			p, err := testPlan(context.Background(), rm, owner, scheme, nil)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("NewPlan: %v", err)

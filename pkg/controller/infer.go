@@ -3,21 +3,18 @@ package controller
 import (
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // Dependencies inferred from references. Objects already say much of what they need: a pod
 // template that mounts a ConfigMap, reads a Secret or claims a volume, a RoleBinding that grants a
 // Role, an Ingress that routes to a Service. When both objects are nodes of the same graph, the
-// Builder adds the edge itself, once AddResources returned, and it behaves as a DependsOn edge:
+// Graph adds the edge itself, once AddResources returned, and it behaves as a DependsOn edge:
 // the dependent waits until the referenced node is applied and ready, and the referenced node's
 // content feeds the dependent's dependencies hash, so a changed ConfigMap rolls the pods that
-// mount it. What is read (typed objects only; an unstructured.Unstructured node is not read):
+// mount it. What is read (resources.AppendReferences; typed objects only, an
+// unstructured.Unstructured node is not read):
 //
 //   - the pod template of a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job and
 //     CronJob: volumes (configMap, secret, persistentVolumeClaim.claimName, and the configMap and
@@ -31,7 +28,7 @@ import (
 //     namespace).
 //
 // A reference to an object that is not a node of the graph adds nothing (kdag does not check that
-// such objects exist: Builder.Reference does); a Builder.Reference node is a node and counts.
+// such objects exist: Graph.Reference does); a Graph.Reference node is a node and counts.
 // Rules:
 //
 //   - a declared edge wins: when the dependent already names the referenced node with DependsOn
@@ -40,11 +37,11 @@ import (
 //   - an inferred edge that would close a cycle (the referenced node depends, declared or
 //     inferred, on the dependent) is dropped rather than failing the graph: the declared edges
 //     win, and among inferred ones those to earlier-added nodes are kept first;
-//   - a node referencing a node added after it moves after it: the graph order (Plan.Nodes, the
+//   - a node referencing a node added after it moves after it: the graph order (plan.Plan.Nodes, the
 //     status's node list) is the order of Add calls, each node moved after its inferred blockers
 //     where needed.
 
-// NoInferredDependencies turns off, for this node, the edges the Builder infers from its
+// NoInferredDependencies turns off, for this node, the edges the Graph infers from its
 // references to other nodes: it then waits only for its DependsOn and After
 // blockers, and only DependsOn blockers feed its dependencies hash. For a node that names an
 // object but must not wait for it or roll with it.
@@ -55,14 +52,14 @@ func NoInferredDependencies() NodeOption {
 // inferDependencies adds to each node the edges its references to other nodes imply (see above),
 // after the declared ones and in graph order, and reorders the nodes when an inferred blocker was added after its
 // dependent. It runs once per graph built, so it reads typed objects only and allocates little.
-func (b *Builder) inferDependencies() {
-	var refs []NodeID
+func (b *Graph) inferDependencies() {
+	var refs []graph.NodeID
 	var forward [][2]int // dependent, blocker: blocker added after the dependent
 	for i, s := range b.nodes {
 		if s.reference || s.noInfer {
 			continue
 		}
-		refs = appendReferences(refs[:0], s.obj, s.id.Namespace)
+		refs = resources.AppendReferences(refs[:0], s.obj, s.id.Namespace)
 		for _, id := range refs {
 			j, ok := b.index[id]
 			if !ok || j == i || s.hasBlocker(j) {
@@ -105,7 +102,7 @@ func (b *Builder) inferDependencies() {
 
 // sortInferred puts each node's inferred blockers in graph order, as an author would list them,
 // whatever the order of the references in the object.
-func (b *Builder) sortInferred() {
+func (b *Graph) sortInferred() {
 	for _, s := range b.nodes {
 		if s.inferred > 1 {
 			slices.SortFunc(s.blockers[len(s.blockers)-s.inferred:], func(x, y Node) int { return x.index - y.index })
@@ -128,7 +125,7 @@ func (s *nodeSpec) hasBlocker(j int) bool {
 func (s *nodeSpec) inferredBlocker(k int) bool { return k >= len(s.blockers)-s.inferred }
 
 // reaches reports whether node from waits, directly or through other nodes, for node to.
-func (b *Builder) reaches(from, to int, seen []bool) bool {
+func (b *Graph) reaches(from, to int, seen []bool) bool {
 	if from == to {
 		return true
 	}
@@ -147,7 +144,7 @@ func (b *Builder) reaches(from, to int, seen []bool) bool {
 // sortTopologically reorders the nodes so that each comes after its blockers, moving as few as
 // it can: a node keeps its place unless a blocker comes later, and then follows it. Node
 // indices in blockers and After lists and the index map follow.
-func (b *Builder) sortTopologically() {
+func (b *Graph) sortTopologically() {
 	order := make([]int, 0, len(b.nodes))
 	placed := make([]bool, len(b.nodes))
 	var place func(i int)
@@ -185,147 +182,4 @@ func (b *Builder) sortTopologically() {
 		}
 	}
 	b.nodes = nodes
-}
-
-// appendReferences appends to refs the objects obj references that inference follows (see
-// above), namespaced ones in namespace, and returns refs. Other types reference nothing.
-func appendReferences(refs []NodeID, obj client.Object, namespace string) []NodeID {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return appendPodReferences(refs, &o.Spec, namespace)
-	case *appsv1.Deployment:
-		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
-	case *appsv1.StatefulSet:
-		if o.Spec.ServiceName != "" {
-			refs = append(refs, NodeID{Kind: "Service", Namespace: namespace, Name: o.Spec.ServiceName})
-		}
-		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
-	case *appsv1.DaemonSet:
-		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
-	case *appsv1.ReplicaSet:
-		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
-	case *batchv1.Job:
-		return appendPodReferences(refs, &o.Spec.Template.Spec, namespace)
-	case *batchv1.CronJob:
-		return appendPodReferences(refs, &o.Spec.JobTemplate.Spec.Template.Spec, namespace)
-	case *rbacv1.RoleBinding:
-		return appendRoleRef(refs, o.RoleRef, namespace)
-	case *rbacv1.ClusterRoleBinding:
-		return appendRoleRef(refs, o.RoleRef, "")
-	case *networkingv1.Ingress:
-		return appendIngressReferences(refs, &o.Spec, namespace)
-	}
-	return refs
-}
-
-func appendPodReferences(refs []NodeID, spec *corev1.PodSpec, ns string) []NodeID {
-	configMap := func(name string) {
-		if name != "" {
-			refs = append(refs, NodeID{Kind: "ConfigMap", Namespace: ns, Name: name})
-		}
-	}
-	secret := func(name string) {
-		if name != "" {
-			refs = append(refs, NodeID{Kind: "Secret", Namespace: ns, Name: name})
-		}
-	}
-	for i := range spec.Volumes {
-		v := &spec.Volumes[i].VolumeSource
-		switch {
-		case v.ConfigMap != nil:
-			configMap(v.ConfigMap.Name)
-		case v.Secret != nil:
-			secret(v.Secret.SecretName)
-		case v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName != "":
-			refs = append(refs, NodeID{Kind: "PersistentVolumeClaim", Namespace: ns, Name: v.PersistentVolumeClaim.ClaimName})
-		case v.Projected != nil:
-			for _, src := range v.Projected.Sources {
-				if src.ConfigMap != nil {
-					configMap(src.ConfigMap.Name)
-				}
-				if src.Secret != nil {
-					secret(src.Secret.Name)
-				}
-			}
-		}
-	}
-	container := func(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
-		for i := range env {
-			if from := env[i].ValueFrom; from != nil {
-				if from.ConfigMapKeyRef != nil {
-					configMap(from.ConfigMapKeyRef.Name)
-				}
-				if from.SecretKeyRef != nil {
-					secret(from.SecretKeyRef.Name)
-				}
-			}
-		}
-		for i := range envFrom {
-			if envFrom[i].ConfigMapRef != nil {
-				configMap(envFrom[i].ConfigMapRef.Name)
-			}
-			if envFrom[i].SecretRef != nil {
-				secret(envFrom[i].SecretRef.Name)
-			}
-		}
-	}
-	for i := range spec.InitContainers {
-		container(spec.InitContainers[i].Env, spec.InitContainers[i].EnvFrom)
-	}
-	for i := range spec.Containers {
-		container(spec.Containers[i].Env, spec.Containers[i].EnvFrom)
-	}
-	for i := range spec.EphemeralContainers {
-		container(spec.EphemeralContainers[i].Env, spec.EphemeralContainers[i].EnvFrom)
-	}
-	for _, s := range spec.ImagePullSecrets {
-		secret(s.Name)
-	}
-	sa := spec.ServiceAccountName
-	if sa == "" {
-		sa = spec.DeprecatedServiceAccount // the API server still reads it
-	}
-	if sa != "" {
-		refs = append(refs, NodeID{Kind: "ServiceAccount", Namespace: ns, Name: sa})
-	}
-	return refs
-}
-
-// appendRoleRef appends the Role (in ns) or ClusterRole a binding's roleRef names.
-func appendRoleRef(refs []NodeID, ref rbacv1.RoleRef, ns string) []NodeID {
-	if ref.APIGroup != rbacv1.GroupName || ref.Name == "" {
-		return refs
-	}
-	switch ref.Kind {
-	case "Role":
-		if ns != "" {
-			refs = append(refs, NodeID{Group: rbacv1.GroupName, Kind: "Role", Namespace: ns, Name: ref.Name})
-		}
-	case "ClusterRole":
-		refs = append(refs, NodeID{Group: rbacv1.GroupName, Kind: "ClusterRole", Name: ref.Name})
-	}
-	return refs
-}
-
-// appendIngressReferences appends an Ingress's backend Services and TLS Secrets.
-func appendIngressReferences(refs []NodeID, spec *networkingv1.IngressSpec, ns string) []NodeID {
-	backend := func(be *networkingv1.IngressBackend) {
-		if be != nil && be.Service != nil && be.Service.Name != "" {
-			refs = append(refs, NodeID{Kind: "Service", Namespace: ns, Name: be.Service.Name})
-		}
-	}
-	backend(spec.DefaultBackend)
-	for i := range spec.Rules {
-		if http := spec.Rules[i].HTTP; http != nil {
-			for k := range http.Paths {
-				backend(&http.Paths[k].Backend)
-			}
-		}
-	}
-	for _, tls := range spec.TLS {
-		if tls.SecretName != "" {
-			refs = append(refs, NodeID{Kind: "Secret", Namespace: ns, Name: tls.SecretName})
-		}
-	}
-	return refs
 }

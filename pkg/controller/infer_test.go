@@ -21,11 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 // inferRM is a ResourceManager whose graph is build's, owning every kind inference reads.
-type inferRM struct{ build func(b *controller.Builder) }
+type inferRM struct{ build func(b *controller.Graph) }
 
 func (inferRM) OwnedTypes() []client.Object {
 	return []client.Object{
@@ -36,7 +38,7 @@ func (inferRM) OwnedTypes() []client.Object {
 	}
 }
 
-func (rm inferRM) AddResources(_ context.Context, _ *testapi.Widget, b *controller.Builder) error {
+func (rm inferRM) AddResources(_ context.Context, _ *testapi.Widget, b *controller.Graph) error {
 	rm.build(b)
 	return nil
 }
@@ -64,16 +66,16 @@ func inferScheme(t *testing.T) (*runtime.Scheme, meta.RESTMapper) {
 }
 
 // inferPlan plans build's graph for the Widget ns/app.
-func inferPlan(t *testing.T, build func(b *controller.Builder)) (*controller.Plan, error) {
+func inferPlan(t *testing.T, build func(b *controller.Graph)) (*plan.Plan, error) {
 	t.Helper()
 	scheme, mapper := inferScheme(t)
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
-	return controller.NewPlan(t.Context(), inferRM{build: build}, owner, scheme, mapper)
+	return plan.NewPlan(t.Context(), inferRM{build: build}, owner, scheme, mapper)
 }
 
 // edges lists the plan's edges as "dependent <- blocker", inferred ones marked " (inferred)"
 // and order-only ones " (order only)", sorted.
-func edges(p *controller.Plan) []string {
+func edges(p *plan.Plan) []string {
 	var out []string
 	for _, n := range p.Nodes {
 		for _, bl := range n.Blockers {
@@ -119,18 +121,18 @@ func TestInferredDependencies(t *testing.T) {
 	ref := func(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
 	cases := []struct {
 		name  string
-		build func(b *controller.Builder)
+		build func(b *controller.Graph)
 		want  []string
 	}{{
 		name: "Deployment volume configMap",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }))
 		},
 		want: []string{"Deployment ns/web <- ConfigMap ns/conf (inferred)"},
 	}, {
 		name: "StatefulSet volume secret and serviceName",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(secret("tls"))
 			b.Add(&corev1.Service{ObjectMeta: om("db-headless")})
 			b.Add(&appsv1.StatefulSet{ObjectMeta: om("db"), Spec: appsv1.StatefulSetSpec{
@@ -143,7 +145,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"StatefulSet ns/db <- Secret ns/tls (inferred)", "StatefulSet ns/db <- Service ns/db-headless (inferred)"},
 	}, {
 		name: "DaemonSet volume persistentVolumeClaim",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(claim("data"))
 			b.Add(&appsv1.DaemonSet{ObjectMeta: om("agent"), Spec: appsv1.DaemonSetSpec{Template: podSpec(func(p *corev1.PodSpec) {
 				p.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
@@ -153,7 +155,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"DaemonSet ns/agent <- PersistentVolumeClaim ns/data (inferred)"},
 	}, {
 		name: "Job projected volume configMap and secret",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(secret("token"))
 			b.Add(&batchv1.Job{ObjectMeta: om("migrate"), Spec: batchv1.JobSpec{Template: podSpec(func(p *corev1.PodSpec) {
@@ -167,7 +169,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"Job ns/migrate <- ConfigMap ns/conf (inferred)", "Job ns/migrate <- Secret ns/token (inferred)"},
 	}, {
 		name: "CronJob env valueFrom configMapKeyRef and secretKeyRef",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(secret("db"))
 			b.Add(&batchv1.CronJob{ObjectMeta: om("backup"), Spec: batchv1.CronJobSpec{Schedule: "@daily",
@@ -181,7 +183,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"CronJob ns/backup <- ConfigMap ns/conf (inferred)", "CronJob ns/backup <- Secret ns/db (inferred)"},
 	}, {
 		name: "envFrom configMapRef and secretRef, in an init container",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(secret("db"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) {
@@ -194,21 +196,21 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"Deployment ns/web <- ConfigMap ns/conf (inferred)", "Deployment ns/web <- Secret ns/db (inferred)"},
 	}, {
 		name: "imagePullSecrets",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(secret("registry"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.ImagePullSecrets = []corev1.LocalObjectReference{ref("registry")} }))
 		},
 		want: []string{"Deployment ns/web <- Secret ns/registry (inferred)"},
 	}, {
 		name: "serviceAccountName",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(&corev1.ServiceAccount{ObjectMeta: om("runner")})
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.ServiceAccountName = "runner" }))
 		},
 		want: []string{"Deployment ns/web <- ServiceAccount ns/runner (inferred)"},
 	}, {
 		name: "RoleBinding to its Role and to a ClusterRole",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(&rbacv1.Role{ObjectMeta: om("reader")})
 			b.Add(&rbacv1.ClusterRole{ObjectMeta: om("viewer")})
 			b.Add(&rbacv1.RoleBinding{ObjectMeta: om("reader"), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"}})
@@ -217,14 +219,14 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"RoleBinding ns/reader <- Role ns/reader (inferred)", "RoleBinding ns/viewer <- ClusterRole viewer (inferred)"},
 	}, {
 		name: "ClusterRoleBinding to its ClusterRole",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(&rbacv1.ClusterRole{ObjectMeta: om("viewer")})
 			b.Add(&rbacv1.ClusterRoleBinding{ObjectMeta: om("viewer"), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "viewer"}})
 		},
 		want: []string{"ClusterRoleBinding viewer <- ClusterRole viewer (inferred)"},
 	}, {
 		name: "Ingress to its backend Services and TLS Secret",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(&corev1.Service{ObjectMeta: om("web")})
 			b.Add(&corev1.Service{ObjectMeta: om("fallback")})
 			b.Add(secret("cert"))
@@ -243,7 +245,7 @@ func TestInferredDependencies(t *testing.T) {
 			"Ingress ns/web <- Service ns/web (inferred)"},
 	}, {
 		name: "a Reference node counts",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Reference(secret("user-db"), controller.RequireKeys("password"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) {
 				p.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("user-db")}}}
@@ -252,14 +254,14 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"Deployment ns/web <- Secret ns/user-db (inferred)"},
 	}, {
 		name: "Pod",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(&corev1.Pod{ObjectMeta: om("one"), Spec: podSpec(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }).Spec})
 		},
 		want: []string{"Pod ns/one <- ConfigMap ns/conf (inferred)"},
 	}, {
 		name: "references twice, one edge",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) {
 				p.Volumes = []corev1.Volume{configMapVolume("conf")}
@@ -269,7 +271,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"Deployment ns/web <- ConfigMap ns/conf (inferred)"},
 	}, {
 		name: "NoInferredDependencies opts out",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("conf"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }),
 				controller.NoInferredDependencies())
@@ -277,7 +279,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: nil,
 	}, {
 		name: "declared DependsOn wins",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			conf := b.Add(configMap("conf"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }),
 				controller.DependsOn(conf))
@@ -285,7 +287,7 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"Deployment ns/web <- ConfigMap ns/conf"},
 	}, {
 		name: "declared After wins and stays order only",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			conf := b.Add(configMap("conf"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }),
 				controller.After(conf))
@@ -293,35 +295,35 @@ func TestInferredDependencies(t *testing.T) {
 		want: []string{"Deployment ns/web <- ConfigMap ns/conf (order only)"},
 	}, {
 		name: "another namespace, no edge",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "conf"}})
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }))
 		},
 		want: nil,
 	}, {
 		name: "an object not in the graph, no edge",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(configMap("other"))
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }))
 		},
 		want: nil,
 	}, {
 		name: "a Role in another namespace, no edge",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "reader"}})
 			b.Add(&rbacv1.RoleBinding{ObjectMeta: om("reader"), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"}})
 		},
 		want: nil,
 	}, {
 		name: "a node referencing one added later",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }))
 			b.Add(configMap("conf"))
 		},
 		want: []string{"Deployment ns/web <- ConfigMap ns/conf (inferred)"},
 	}, {
 		name: "an inferred edge that would close a cycle is dropped",
-		build: func(b *controller.Builder) {
+		build: func(b *controller.Graph) {
 			web := b.Add(deploymentWith(func(p *corev1.PodSpec) { p.Volumes = []corev1.Volume{configMapVolume("conf")} }))
 			b.Add(configMap("conf"), controller.DependsOn(web))
 		},
@@ -337,7 +339,7 @@ func TestInferredDependencies(t *testing.T) {
 				t.Errorf("edges:\n got %q\nwant %q", got, tc.want)
 			}
 			// Every node comes after its blockers: the graph can run.
-			seen := map[controller.NodeID]bool{}
+			seen := map[graph.NodeID]bool{}
 			for _, n := range p.Nodes {
 				for _, bl := range n.Blockers {
 					if !seen[bl] {
@@ -353,7 +355,7 @@ func TestInferredDependencies(t *testing.T) {
 // TestInferredDependencies_Order checks that a node referencing nodes added after it moves
 // just after them, the others keeping the order of their Add calls.
 func TestInferredDependencies_Order(t *testing.T) {
-	p, err := inferPlan(t, func(b *controller.Builder) {
+	p, err := inferPlan(t, func(b *controller.Graph) {
 		b.Add(&corev1.Service{ObjectMeta: om("web")})
 		b.Add(deploymentWith(func(p *corev1.PodSpec) {
 			p.Volumes = []corev1.Volume{configMapVolume("conf")}
@@ -379,7 +381,7 @@ func TestInferredDependencies_Order(t *testing.T) {
 // TestInferredDependencies_Rendered checks that plans mark inferred edges: "(inferred)" in text,
 // dashed in DOT, dotted in Mermaid; declared edges stay plain.
 func TestInferredDependencies_Rendered(t *testing.T) {
-	p, err := inferPlan(t, func(b *controller.Builder) {
+	p, err := inferPlan(t, func(b *controller.Graph) {
 		conf := b.Add(configMap("conf"))
 		b.Add(secret("db"))
 		b.Add(deploymentWith(func(p *corev1.PodSpec) {
@@ -415,11 +417,11 @@ func TestInferredDependencies_Rendered(t *testing.T) {
 // TestNoInferredDependencies_OnReference checks that the option is refused on a Reference, like
 // every option but RequireKeys.
 func TestNoInferredDependencies_OnReference(t *testing.T) {
-	_, err := inferPlan(t, func(b *controller.Builder) {
+	_, err := inferPlan(t, func(b *controller.Graph) {
 		b.Reference(secret("user-db"), controller.NoInferredDependencies())
 	})
-	var build *controller.BuildError
+	var build *controller.GraphError
 	if !errors.As(err, &build) {
-		t.Fatalf("err = %v, want a BuildError", err)
+		t.Fatalf("err = %v, want a GraphError", err)
 	}
 }

@@ -25,7 +25,7 @@ var referencingRM = referencing(ReadyWhen(func(live client.Object) (bool, error)
 
 // referencing is referencingRM with claimOpts on the claim's node.
 func referencing(claimOpts ...NodeOption) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"}, StringData: map[string]string{"token": "t"}})
 		b.Add(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"},

@@ -11,28 +11,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // ResourceManager is what an operator author writes for one owner type T, a pointer to the Go
 // type of the reconciled custom resource (*v1alpha1.Valkey): the types of the objects an owner
-// has, and the objects themselves with their dependencies. The Controller calls it on every
+// has, and the objects themselves with their dependencies. The reconciler calls it on every
 // reconcile; New infers T from it.
 type ResourceManager[T client.Object] interface {
 	// OwnedTypes returns one empty object per type AddResources may add, for example
-	// &appsv1.Deployment{}. The Controller watches them (owner references, or kdag's labels,
+	// &appsv1.Deployment{}. The reconciler watches them (owner references, or kdag's labels,
 	// lead back to the owner), prunes among them and refuses a node of another type; CacheOptions
 	// keeps only kdag's objects of these types in the manager's cache, and Setup checks at start
-	// that the manager's RBAC allows what the Controller does with them. Declare each type here
+	// that the manager's RBAC allows what the reconciler does with them. Declare each type here
 	// only: everything else comes from this list.
 	OwnedTypes() []client.Object
 	// AddResources adds to b the objects owner needs (b.Add) with their blockers (DependsOn,
 	// After) and the objects it reads but does not own (b.Reference). owner is a deep copy from
 	// the cache: reading it is free, changing it has no effect. It must not call the API server
-	// for objects it adds: the Controller reads and writes them.
+	// for objects it adds: the reconciler reads and writes them.
 	//
 	// A returned error fails the reconcile: wrapped with reconcile.TerminalError it marks the
 	// owner Stalled and waits for the owner to change; any other error is retried with backoff.
-	AddResources(ctx context.Context, owner T, b *Builder) error
+	AddResources(ctx context.Context, owner T, b *Graph) error
 }
 
 // Validator is an optional ResourceManager interface for semantic checks the API server's schema
@@ -49,7 +50,7 @@ type Validator[T client.Object] interface {
 }
 
 // Cleaner is an optional ResourceManager interface for cleanup that owner references cannot do
-// (external resources). When implemented, the Controller holds a finalizer on every owner,
+// (external resources). When implemented, the reconciler holds a finalizer on every owner,
 // deletes the owner's objects in reverse dependency order once the owner is deleted, then calls
 // Cleanup, then removes the finalizer.
 type Cleaner[T client.Object] interface {
@@ -82,7 +83,7 @@ type Report struct {
 
 // nodeReport is one node of a Report.
 type nodeReport struct {
-	id    NodeID
+	id    graph.NodeID
 	state kdagv1alpha1.NodeState
 	// object is the node's object as applied or read from the cache; nil when the node did not
 	// get to it (blocked, canceled, failed first, a Finished node whose object is gone). Read it
@@ -146,12 +147,12 @@ func (r Report) Get(obj client.Object) (bool, error) {
 	return true, nil
 }
 
-// manager is a ResourceManager with its owner type erased, for the Controller's code that does not
+// manager is a ResourceManager with its owner type erased, for the reconciler's code that does not
 // depend on it. adapt makes one.
 type manager interface {
 	newOwner() client.Object
 	ownedTypes() []client.Object
-	addResources(ctx context.Context, owner client.Object, b *Builder) error
+	addResources(ctx context.Context, owner client.Object, b *Graph) error
 	// validate, cleanup and reportStatus report false when the ResourceManager does not
 	// implement the interface.
 	validate(ctx context.Context, owner client.Object) (bool, error)
@@ -180,7 +181,7 @@ func (m typed[T]) newOwner() client.Object { return reflect.New(m.typ).Interface
 
 func (m typed[T]) ownedTypes() []client.Object { return m.rm.OwnedTypes() }
 
-func (m typed[T]) addResources(ctx context.Context, owner client.Object, b *Builder) error {
+func (m typed[T]) addResources(ctx context.Context, owner client.Object, b *Graph) error {
 	return m.rm.AddResources(ctx, owner.(T), b)
 }
 

@@ -25,7 +25,7 @@ import (
 func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	other := env.Namespace(t)
 	roleName := "kdag-test-" + other
-	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 		remote := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: w.Name + "-remote"}},
 			ReadyWhen(func(live client.Object) (bool, error) { return live.GetAnnotations()["ready"] == "true", nil }))
@@ -81,7 +81,7 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 
 // keepRM: a ConfigMap, a generated create-only Secret "<name>-data" that is kept, and, while
 // spec.components holds "extra", a kept ConfigMap "<name>-extra".
-var keepRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+var keepRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"}, StringData: map[string]string{"key": rand.Text()}},
 		CreateOnly(), Keep())

@@ -12,18 +12,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 // plainChildRM makes each Widget the owner of one child Widget "<name>-child" with no readiness
 // rule of its own (unless nodeRule is set) and of a ConfigMap that depends on the child.
-type plainChildRM struct{ nodeRule ReadyFunc }
+type plainChildRM struct{ nodeRule resources.ReadyFunc }
 
 func (plainChildRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (rm plainChildRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm plainChildRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	if strings.HasSuffix(owner.Name, "-child") {
 		return nil
 	}
@@ -94,12 +95,14 @@ func TestReadiness_CustomResourceWithoutStatusIsNotReady(t *testing.T) {
 // TestReadiness_RegisteredOncePerKind (issue 15 item 2): WithReadyWhen applies to every node of
 // the kind without a ReadyWhen of its own; a node's own ReadyWhen wins over it.
 func TestReadiness_RegisteredOncePerKind(t *testing.T) {
-	held := func(client.Object) (bool, error) { return false, &NotReadyError{Reason: "held by the kind's rule"} }
+	held := func(client.Object) (bool, error) {
+		return false, &resources.NotReadyError{Reason: "held by the kind's rule"}
+	}
 	open := func(client.Object) (bool, error) { return true, nil }
 	tests := []struct {
 		name        string
-		nodeRule    ReadyFunc
-		kindRule    ReadyFunc
+		nodeRule    resources.ReadyFunc
+		kindRule    resources.ReadyFunc
 		wantCreated bool
 		wantMessage string // of Reconciling, when not created
 	}{

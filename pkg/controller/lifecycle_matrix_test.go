@@ -30,7 +30,7 @@ import (
 var matrixOptions = []string{"create-only", "keep", "adopt", "recreate", "report", "ignore", "finished"}
 
 // matrixPolicies returns the node policies: none, each option, and every pair of options that can
-// co-occur (CreateOnly + Recreate is refused by the Builder).
+// co-occur (CreateOnly + Recreate is refused by the Graph).
 func matrixPolicies() [][]string {
 	out := [][]string{{}}
 	for i, a := range matrixOptions {
@@ -60,7 +60,7 @@ func (matrixRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}}
 }
 
-func (matrixRM) AddResources(_ context.Context, w *testapi.Widget, b *Builder) error {
+func (matrixRM) AddResources(_ context.Context, w *testapi.Widget, b *Graph) error {
 	has := func(o string) bool { return slices.Contains(w.Spec.Components, o) }
 	if has("gone") {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -26,7 +27,7 @@ import (
 // generatedSecret is a create-only Secret node named "<owner>-key" with a new random value on
 // every render (a password generator), kept when the owner's components hold "retain": the
 // deletion policy of the reference operator's generated keys.
-func generatedSecret(w *testapi.Widget, b *Builder) {
+func generatedSecret(w *testapi.Widget, b *Graph) {
 	opts := []NodeOption{CreateOnly()}
 	if slices.Contains(w.Spec.Components, "retain") {
 		opts = append(opts, Keep())
@@ -57,7 +58,7 @@ func assertKeptMetadata(t *testing.T, obj client.Object, owner client.Object, ke
 // collector deletes the key that opens the retained data) and gain kdag's keep annotation, and
 // get both back when switched to Delete again; its data is never rewritten.
 func TestLifecycle_KeepAddedToCreateOnly(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error { generatedSecret(w, b); return nil }})
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error { generatedSecret(w, b); return nil }})
 	w := f.widget("db", testapi.WidgetSpec{})
 	f.settle("db")
 	first := f.get(&corev1.Secret{}, "db-key").(*corev1.Secret)
@@ -84,7 +85,7 @@ func TestLifecycle_KeepAddedToCreateOnly(t *testing.T) {
 // its owner reference within a few reconciles (as it does for any other object), so that a
 // foreground deletion of the owner cannot let the garbage collector take it; its data stays.
 func TestLifecycle_UserKeepOnCreateOnly(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error { generatedSecret(w, b); return nil }})
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error { generatedSecret(w, b); return nil }})
 	w := f.widget("app", testapi.WidgetSpec{})
 	f.settle("app")
 	before := f.get(&corev1.Secret{}, "app-key").(*corev1.Secret)
@@ -104,7 +105,7 @@ func TestLifecycle_UserKeepOnCreateOnly(t *testing.T) {
 
 // immutableConfigMap is a ConfigMap node "<owner>-conf" marked immutable (the API server then
 // refuses any change of its data), with data from the owner's spec and the options.
-func immutableConfigMap(w *testapi.Widget, b *Builder, opts ...NodeOption) Node {
+func immutableConfigMap(w *testapi.Widget, b *Graph, opts ...NodeOption) Node {
 	return b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-conf"}, Data: w.Spec.Data, Immutable: ptr.To(true)}, opts...)
 }
 
@@ -112,7 +113,7 @@ func immutableConfigMap(w *testapi.Widget, b *Builder, opts ...NodeOption) Node 
 // user keeps is not done by deleting it (Recreate): the owner is Stalled, naming the object and
 // the annotation, and the object stays, same UID, annotation and data.
 func TestLifecycle_RecreateOfKeptObjectIsStalled(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		immutableConfigMap(w, b, Recreate(metav1.DeletePropagationBackground))
 		return nil
 	}})
@@ -146,7 +147,7 @@ func TestLifecycle_RecreateOfKeptObjectIsStalled(t *testing.T) {
 // object another controller holds (else the garbage collector deletes it with that controller),
 // once: an unchanged owner then costs no write.
 func TestLifecycle_AdoptKeepTakesOverForeignController(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-shared"}, Data: map[string]string{"k": "v"}}, Adopt(), Keep())
 		return nil
 	}})
@@ -180,7 +181,7 @@ func TestLifecycle_AdoptKeepTakesOverForeignController(t *testing.T) {
 // claimGraph is a claim "<owner>-data" of the size in spec.data["size"] on class, and a
 // ConfigMap "<owner>-pod" (its consumer's stand-in) that depends on it, with data["pod"].
 func claimGraph(class string) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		claim := b.Add(&corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -284,8 +285,8 @@ func TestLifecycle_PrunedObjectHeldByFinalizer(t *testing.T) {
 // TestLifecycle_WaitingForIsStable is scenario 7: with two independent nodes waiting, an
 // unchanged owner's reconciles keep waitingFor (and its since) as it is: no status write.
 func TestLifecycle_WaitingForIsStable(t *testing.T) {
-	held := ReadyWhen(func(client.Object) (bool, error) { return false, &NotReadyError{Reason: "held"} })
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	held := ReadyWhen(func(client.Object) (bool, error) { return false, &resources.NotReadyError{Reason: "held"} })
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		for _, n := range []string{"a", "b", "c"} {
 			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-" + n}}, held)
 		}

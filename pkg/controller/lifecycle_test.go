@@ -183,7 +183,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // jobRM: a migration Job named after spec.data["version"], and a ConfigMap that needs it.
-var jobRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+var jobRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	job := b.Add(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "migrate-" + w.Spec.Data["version"]},
 		Spec: batchv1.JobSpec{
@@ -274,7 +274,7 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+			rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 				b.Add(&corev1.Secret{
 					ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-password"},
 					StringData: map[string]string{"password": "generated-by-kdag"},

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// mappingCache is the Controller's RESTMapper: the manager's, with the mappings it found for one
+// mappingCache is the reconciler's RESTMapper: the manager's, with the mappings it found for one
 // group, kind and version remembered, since every node of every reconcile asks (whether a kind
 // is namespaced) and the manager's mapper walks every API group for each answer. Failures are
 // not remembered: a kind whose CRD is installed later is found then. A kind's resource and scope
@@ -52,7 +52,7 @@ func (m *mappingCache) RESTMapping(gk schema.GroupKind, versions ...string) (*me
 
 // MapperProvider is a ctrl.Options.MapperProvider: controller-runtime's dynamic RESTMapper
 // (apiutil.NewDynamicRESTMapper with cfg and httpClient) with the mapping of each group, kind
-// and version remembered once found, as the Controller does for its own look-ups. Use it when the
+// and version remembered once found, as the reconciler does for its own look-ups. Use it when the
 // manager's cache is limited to namespaces (ctrl.Options.Cache.DefaultNamespaces): that cache asks
 // the manager's mapper whether a kind is namespaced on every read, and the dynamic mapper walks
 // every API group for each answer, which made a cached read of an owned object cost about as

@@ -12,14 +12,14 @@ import (
 )
 
 // TestRender_RememberedNodesStillFollowChanges (issue 16 item 2): the memory that spares an
-// unchanged node its rendering never hides a change: an author that hands the Builder the same
+// unchanged node its rendering never hides a change: an author that hands the Graph the same
 // object pointer every time and edits it in place, a blocker's content that changes, and another
 // writer's edit are all applied; a settled owner writes nothing.
 func TestRender_RememberedNodesStillFollowChanges(t *testing.T) {
 	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"k": "1"}}
 	var blockerValue atomic.Value
 	blockerValue.Store("a")
-	rm := funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		blocker := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocker"}, Data: map[string]string{"v": blockerValue.Load().(string)}})
 		b.Add(shared, DependsOn(blocker)) // the same pointer on every reconcile
 		return nil

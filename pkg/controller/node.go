@@ -22,7 +22,7 @@ import (
 // processNode brings one node's object to its desired state and checks its readiness. It
 // returns nil when the object is ready, a *waitingError when it is applied but not ready, and
 // an error naming the object otherwise.
-func (c *Controller) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
+func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
 	res := &results[i]
 	if s.reference {
 		return c.refs.check(ctx, s, res)
@@ -118,7 +118,7 @@ func (c *Controller) processNode(ctx context.Context, owner client.Object, s *no
 // would stay out of this shard's sight, never pruned nor torn down. The read is made once per
 // owner and node while the object is gone (remembered until the owner leaves the cache): an
 // unchanged owner's reconcile reads nothing uncached.
-func (c *Controller) finishedObject(ctx context.Context, owner client.Object, s *nodeSpec) (client.Object, error) {
+func (c *reconciler) finishedObject(ctx context.Context, owner client.Object, s *nodeSpec) (client.Object, error) {
 	gone := c.renders.finishedGone(owner.GetUID())
 	if _, ok := gone.Load(s.id); ok {
 		return nil, nil
@@ -140,7 +140,7 @@ func (c *Controller) finishedObject(ctx context.Context, owner client.Object, s 
 }
 
 // applyOwner is owner as the apply engine knows it.
-func (c *Controller) applyOwner(owner client.Object) apply.Owner {
+func (c *reconciler) applyOwner(owner client.Object) apply.Owner {
 	return apply.Owner{Object: owner, Kind: c.ownerGVK.Kind, Controller: c.name}
 }
 
@@ -167,7 +167,7 @@ func needsFinalizer(owner client.Object, specs []*nodeSpec) bool {
 }
 
 // dependenciesHash combines the content hashes of the node's blockers (DependsOn, not After),
-// "" without such blockers. A Builder.Reference counts like an owned object: the hash of the
+// "" without such blockers. A Graph.Reference counts like an owned object: the hash of the
 // keys its dependents read.
 func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 	hashes := make(map[string]string, len(s.blockers))
@@ -185,7 +185,7 @@ func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 // checkReady judges current, the node's object, by its ReadyWhen function, or else by kstatus
 // (remembered per resourceVersion: kstatus reads the object only). It returns nil when ready, a
 // *waitingError when not yet, an *objectFailedError when the object failed.
-func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
+func (c *reconciler) checkReady(s *nodeSpec, current client.Object) error {
 	readyWhen := s.readyWhen
 	if readyWhen == nil {
 		readyWhen = c.kindReady[s.gvk.GroupKind()]
@@ -209,7 +209,7 @@ func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
 		}
 	}
 	ok, err := readyWhen(typed)
-	var notReady *NotReadyError
+	var notReady *resources.NotReadyError
 	switch {
 	case errors.As(err, &notReady):
 		return &waitingError{msg: s.id.String() + " is not ready: " + notReady.Reason, detail: notReady.Reason}
@@ -221,7 +221,7 @@ func (c *Controller) checkReady(s *nodeSpec, current client.Object) error {
 	return nil
 }
 
-func (c *Controller) newObject(s *nodeSpec) (client.Object, error) {
+func (c *reconciler) newObject(s *nodeSpec) (client.Object, error) {
 	obj, err := c.scheme.New(s.gvk)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: new object", s.id)

@@ -45,7 +45,7 @@ func startSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) 
 
 // startReconcileSpan starts the root span of a reconcile, linked to the reconcile that last
 // wrote the owner when the owner carries its trace context (a child custom resource).
-func (c *Controller) startReconcileSpan(ctx context.Context, owner client.Object) (context.Context, trace.Span) {
+func (c *reconciler) startReconcileSpan(ctx context.Context, owner client.Object) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithAttributes(
 		attrController.String(c.name),
 		attrGVK.String(c.ownerGVK.String()),
@@ -77,7 +77,7 @@ func startNodeSpan(ctx context.Context, s *nodeSpec, results []nodeResult, runSt
 
 // recordSkippedNodeSpans gives the nodes that did not run (blocked or canceled) a zero-length
 // span, so the trace shows the whole graph and why part of it did not run.
-func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *graph.Result[NodeID]) {
+func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *graph.Result[graph.NodeID]) {
 	for i := range run.Nodes {
 		n := &run.Nodes[i]
 		if n.Ran() {
@@ -87,7 +87,7 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 			attrGVK.String(results[i].spec.gvk.String()),
 			attrNamespace.String(n.ID.Namespace),
 			attrName.String(n.ID.Name),
-			attrOutcome.String(string(results[i].state.api())),
+			attrOutcome.String(string(results[i].state)),
 			attrBlockedBy.String(n.BlockedBy.String()),
 		))
 		span.End()
@@ -96,14 +96,14 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 
 // observeRun records the graph's metrics: run duration, per-node duration by action, nodes by
 // action and outcome, drift repairs and reports, panics, and the nodes waiting for readiness.
-func (c *Controller) observeRun(owner client.Object, r *outcome, d time.Duration) {
+func (c *reconciler) observeRun(owner client.Object, r *outcome, d time.Duration) {
 	c.metrics.ObserveGraphRun(c.name, d)
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		if n.action == "" {
 			continue
 		}
-		c.metrics.ObserveNode(c.name, n.spec.id.Kind, string(n.action), string(n.state.api()), n.duration)
+		c.metrics.ObserveNode(c.name, n.spec.id.Kind, string(n.action), string(n.state), n.duration)
 		switch {
 		case n.action == apply.Reported && !n.driftRepeat:
 			c.metrics.DriftReported(c.name, n.spec.id.Kind)

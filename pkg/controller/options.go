@@ -7,9 +7,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kdag-dev/kdag/pkg/metrics"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
-// Option is an optional setting of a Controller, given to New, For or Setup. Each With…
+// Option is an optional setting of a reconciler, given to New, For or Setup. Each With…
 // function says the default.
 type Option interface {
 	applyTo(*options)
@@ -20,7 +21,7 @@ type optionFunc func(*options)
 
 func (f optionFunc) applyTo(o *options) { f(o) }
 
-// options are a Controller's settings; the With… functions document each field and its default.
+// options are a reconciler's settings; the With… functions document each field and its default.
 type options struct {
 	FieldManager            string
 	MaxParallelNodes        int
@@ -43,7 +44,7 @@ type options struct {
 // kindReadiness is one WithReadyWhen: the readiness rule of every node of kind's type.
 type kindReadiness struct {
 	kind client.Object
-	fn   ReadyFunc
+	fn   resources.ReadyFunc
 }
 
 // WithFieldManager sets the server-side apply field manager of every write. Default: "kdag-" and
@@ -104,8 +105,8 @@ func WithDriftBackoff(initial, maxBackoff time.Duration) Option {
 	return optionFunc(func(o *options) { o.DriftBackoff, o.DriftBackoffMax = initial, maxBackoff })
 }
 
-// WithReferenceNamespaces sets the namespaces whose objects Builder.Reference nodes may name:
-// the Controller watches the metadata of the referenced kinds there (the manager needs RBAC list
+// WithReferenceNamespaces sets the namespaces whose objects Graph.Reference nodes may name:
+// the reconciler watches the metadata of the referenced kinds there (the manager needs RBAC list
 // and watch on them). Default: all namespaces.
 func WithReferenceNamespaces(namespaces ...string) Option {
 	return optionFunc(func(o *options) { o.ReferenceNamespaces = append(o.ReferenceNamespaces, namespaces...) })
@@ -123,17 +124,17 @@ func WithReferenceNamespaces(namespaces ...string) Option {
 // fluxcd/kustomize-controller#387), nor one whose status.observedGeneration, or the
 // observedGeneration of its conditions, is another generation. A custom resource without a
 // controller to write status, or whose controller never does, needs a WithReadyWhen.
-func WithReadyWhen(kind client.Object, fn ReadyFunc) Option {
+func WithReadyWhen(kind client.Object, fn resources.ReadyFunc) Option {
 	return optionFunc(func(o *options) { o.KindReadiness = append(o.KindReadiness, kindReadiness{kind: kind, fn: fn}) })
 }
 
-// defaultMaxParallelNodes is how many nodes of one graph a Controller applies at once by default.
+// defaultMaxParallelNodes is how many nodes of one graph a reconciler applies at once by default.
 // A layer waits for its slowest node, so a layer wider than the bound takes two waves. At the
 // old bound of 32, kdag took 1.9× the time of BenchmarkConverge's raw floor (all of a layer at
 // once) on a 50-wide layer on 2 cores and 2.5 to 2.9× on 16 cores, against 1.1 and 1.3 to 1.4×
 // on a 10-wide one, where the bound plays no part (docs/benchmarks.md). 64 lets every layer of the
 // reference operators and of that benchmark go in one wave, while the API server still decides:
-// with the default 4 concurrent reconciles a Controller has at most 256 writes in flight, about
+// with the default 4 concurrent reconciles a reconciler has at most 256 writes in flight, about
 // the seats API Priority and Fairness gives the workload-low level (where a service account's
 // requests go) on a default kube-apiserver (600 seats × 100 of 245 shares); beyond its seats
 // the server queues requests fairly, answering 429 only when its queues are full. A node whose
@@ -163,9 +164,9 @@ func WithWatchNamespaces(namespaces ...string) Option {
 	return optionFunc(func(o *options) { o.WatchNamespaces = append([]string(nil), namespaces...) })
 }
 
-// WithOwnerFilter makes the Controller reconcile only the owners for which keep returns true: it
+// WithOwnerFilter makes the reconciler reconcile only the owners for which keep returns true: it
 // reads the owner from the cache, and an owner keep refuses is left alone as if it were gone
-// (what the Controller remembers of it is forgotten; nothing is written, no teardown runs). It is
+// (what the reconciler remembers of it is forgotten; nothing is written, no teardown runs). It is
 // the predicate of a layer that splits the owners between managers (package shard), checked on
 // every reconcile so that a manager whose cache also holds other owners leaves them alone.
 // keep must be cheap and must not block: it runs on every reconcile. Several WithOwnerFilter:
@@ -182,15 +183,15 @@ func WithOwnerFilter(keep func(owner client.Object) bool) Option {
 	})
 }
 
-// ReconcilerWrapper wraps the reconcile.Reconciler of the Controller named name, whose owners are
+// ReconcilerWrapper wraps the reconcile.Reconciler of the reconciler named name, whose owners are
 // of owner's type (owner is an empty one; copy it with DeepCopyObject to read an owner), in a
 // reconcile.Reconciler of its own: it runs instead of next for every request, and calls next for
 // the requests it does not handle itself (package shard hands owners over to another manager
 // this way).
 type ReconcilerWrapper func(name string, owner client.Object, next reconcile.Reconciler) reconcile.Reconciler
 
-// WithReconcilerWrapper registers the Controller's reconciler with the manager wrapped in wrap.
-// Several: the first given is the outermost. Default: none, the Controller itself.
+// WithReconcilerWrapper registers the reconciler's reconciler with the manager wrapped in wrap.
+// Several: the first given is the outermost. Default: none, the reconciler itself.
 func WithReconcilerWrapper(wrap ReconcilerWrapper) Option {
 	return optionFunc(func(o *options) {
 		if wrap != nil {
@@ -199,11 +200,11 @@ func WithReconcilerWrapper(wrap ReconcilerWrapper) Option {
 	})
 }
 
-// WithNamespacedReferences makes the informers of the objects that Builder.Reference and
-// ProtectsData nodes watch (metadata only) hold only the namespaces in which the Controller's
+// WithNamespacedReferences makes the informers of the objects that Graph.Reference and
+// ProtectsData nodes watch (metadata only) hold only the namespaces in which the reconciler's
 // owners reference objects, one informer per kind and namespace, started with the first owner
 // there that references the kind and stopped with the last one, instead of one informer per kind
-// for every namespace. The Controller's memory then follows its own owners' namespaces, not the
+// for every namespace. The reconciler's memory then follows its own owners' namespaces, not the
 // cluster's, at the cost of one watch per kind and namespace: use it where several managers split
 // the owners (package shard sets it) and the owners are spread over namespaces. Cluster-scoped
 // referenced kinds are watched whole either way. Default: off.

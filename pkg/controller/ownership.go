@@ -6,6 +6,7 @@ import (
 	"time"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +25,9 @@ import (
 // deleted, either of which the owner's watches see.
 type dataKeyMissingError struct {
 	// Node is the node whose object is gone.
-	Node NodeID
+	Node graph.NodeID
 	// Data is the object holding the data (a volume claim).
-	Data NodeID
+	Data graph.NodeID
 	// Annotation is the kdagv1alpha1.AnnotationAdopt value a restored object needs when it carries no kdag
 	// labels (a copy from a backup).
 	Annotation string
@@ -48,7 +49,7 @@ func (e *dataKeyMissingError) conditionReason() string { return kdagv1alpha1.Rea
 // watchedObjects returns the objects of specs whose changes must reconcile the owner although
 // the manager's cache does not hold them: the objects of Reference nodes, and, for ProtectsData
 // nodes, their own object and the data they protect.
-func (c *Controller) watchedObjects(specs []*nodeSpec) ([]watched, error) {
+func (c *reconciler) watchedObjects(specs []*nodeSpec) ([]watched, error) {
 	var out []watched
 	for _, s := range specs {
 		switch {
@@ -67,29 +68,29 @@ func (c *Controller) watchedObjects(specs []*nodeSpec) ([]watched, error) {
 
 // protectedData returns the identity and kind of the data s protects (ProtectsData); its
 // namespace defaults to the node's for a namespaced kind.
-func (c *Controller) protectedData(s *nodeSpec) (NodeID, schema.GroupVersionKind, error) {
+func (c *reconciler) protectedData(s *nodeSpec) (graph.NodeID, schema.GroupVersionKind, error) {
 	gvk, err := apiutil.GVKForObject(s.protects, c.scheme)
 	if err != nil {
-		return NodeID{}, gvk, errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
+		return graph.NodeID{}, gvk, errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
 	}
 	ns := s.protects.GetNamespace()
 	if ns == "" {
 		namespaced, err := c.namespaced(gvk)
 		if err != nil {
-			return NodeID{}, gvk, errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
+			return graph.NodeID{}, gvk, errors.Wrapf(err, "%s: the scope of the data it protects", s.id)
 		}
 		if namespaced {
 			ns = s.id.Namespace
 		}
 	}
-	return NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}, gvk, nil
+	return graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: s.protects.GetName()}, gvk, nil
 }
 
 // checkProtectedData returns a *dataKeyMissingError when the object of the ProtectsData node s,
 // which the cache does not hold, may not be created: the data it protects exists, and the object
 // does not (an uncached metadata read tells a missing object from one the cache does not hold,
 // such as a restored copy without kdag's labels, which the create path then adopts or refuses).
-func (c *Controller) checkProtectedData(ctx context.Context, owner client.Object, s *nodeSpec) error {
+func (c *reconciler) checkProtectedData(ctx context.Context, owner client.Object, s *nodeSpec) error {
 	if s.protects == nil {
 		return nil
 	}
@@ -116,7 +117,7 @@ func (c *Controller) checkProtectedData(ctx context.Context, owner client.Object
 }
 
 // namespaced reports whether objects of gvk live in namespaces.
-func (c *Controller) namespaced(gvk schema.GroupVersionKind) (bool, error) {
+func (c *reconciler) namespaced(gvk schema.GroupVersionKind) (bool, error) {
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return false, err
@@ -136,13 +137,13 @@ func isNamespaceTerminating(err error) bool {
 
 // markNamespaceTerminating records that namespace is being deleted: its owners are going away,
 // so kdag makes no more attempts to create anything there.
-func (c *Controller) markNamespaceTerminating(namespace string) {
+func (c *reconciler) markNamespaceTerminating(namespace string) {
 	c.terminating.Store(namespace, time.Now())
 }
 
 // namespaceTerminating reports whether namespace was seen being deleted (within
 // terminatingMemory).
-func (c *Controller) namespaceTerminating(namespace string) bool {
+func (c *reconciler) namespaceTerminating(namespace string) bool {
 	v, ok := c.terminating.Load(namespace)
 	if !ok {
 		return false
@@ -156,7 +157,7 @@ func (c *Controller) namespaceTerminating(namespace string) bool {
 
 // forgetTerminatingNamespace drops the record of owner's namespace being deleted when owner was
 // created after it was seen: the namespace exists again.
-func (c *Controller) forgetTerminatingNamespace(owner client.Object) {
+func (c *reconciler) forgetTerminatingNamespace(owner client.Object) {
 	if v, ok := c.terminating.Load(owner.GetNamespace()); ok && owner.GetCreationTimestamp().After(v.(time.Time)) {
 		c.terminating.Delete(owner.GetNamespace())
 	}
@@ -164,7 +165,7 @@ func (c *Controller) forgetTerminatingNamespace(owner client.Object) {
 
 // errNamespaceTerminating is the node's state in a namespace being deleted: waiting, not an
 // error: no retry, no error log, no Warning event; the owner goes with its namespace.
-func errNamespaceTerminating(id NodeID) error {
+func errNamespaceTerminating(id graph.NodeID) error {
 	return &waitingError{msg: id.String() + ": its namespace is being deleted", detail: "its namespace is being deleted"}
 }
 
@@ -173,7 +174,7 @@ func errNamespaceTerminating(id NodeID) error {
 // refuses new objects there, events included). Only objects outside the namespace (another
 // namespace, cluster-scoped) need kdag: with its finalizer held, kdag deletes them (or orphans
 // kept ones) and then removes the finalizer, so that the namespace can go.
-func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *reconciler) leaveDyingNamespace(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	logFrom(ctx).V(1).Info("namespace is being deleted: the owner goes with it")
 	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
@@ -202,7 +203,7 @@ func (c *Controller) leaveDyingNamespace(ctx context.Context, owner client.Objec
 // removeFinalizer removes kdag's finalizer from owner, on the condition that owner is the version
 // kdag read (another finalizer added meanwhile is not lost). When the cache was behind, the API
 // server answers Conflict: kdag tries again once the cache has caught up, without an error.
-func (c *Controller) removeFinalizer(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *reconciler) removeFinalizer(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(owner, kdagv1alpha1.Finalizer)
 	err := c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))

@@ -45,7 +45,7 @@ func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 			if tt.maxParallel > 0 {
 				opts = append(opts, WithMaxParallelNodes(tt.maxParallel))
 			}
-			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Builder) error {
+			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Graph) error {
 				for i := range tt.nodes {
 					b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}}, slow)
 				}

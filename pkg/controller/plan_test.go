@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -29,7 +30,7 @@ func (secretApp) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &appsv1.Deployment{}}
 }
 
-func (secretApp) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Builder) error {
+func (secretApp) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	name := owner.GetName()
 	secret := b.Add(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-secret"},
@@ -52,7 +53,7 @@ func TestPlan_WriteText(t *testing.T) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app"}}
-	plan, err := controller.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
+	plan, err := plan.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestPlan_WriteTextReportsWriteError(t *testing.T) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app"}}
-	plan, err := controller.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
+	plan, err := plan.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

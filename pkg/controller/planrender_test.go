@@ -11,7 +11,8 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
-	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -24,7 +25,7 @@ func TestPlan_Render(t *testing.T) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app", UID: "u-1"}}
-	plan, err := controller.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
+	plan, err := plan.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestPlan_Render(t *testing.T) {
 		{"create-only blocker on the cluster: its live content", liveSecret, func(*unstructured.Unstructured) *unstructured.Unstructured { return liveSecret }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes, err := plan.Render(ao, scheme, func(id controller.NodeID) *unstructured.Unstructured {
+			nodes, err := plan.Render(ao, scheme, func(id graph.NodeID) *unstructured.Unstructured {
 				if id.Kind == "Secret" {
 					return tc.live
 				}

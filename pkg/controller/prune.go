@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -17,9 +18,9 @@ import (
 )
 
 type pruneResult struct {
-	pruned   []NodeID
-	orphaned []NodeID // kept objects, released instead of deleted
-	keptBy   []string // for each of orphaned, the annotation that kept it
+	pruned   []graph.NodeID
+	orphaned []graph.NodeID // kept objects, released instead of deleted
+	keptBy   []string       // for each of orphaned, the annotation that kept it
 	// terminating are the owner's objects that left the graph and are being deleted but still
 	// exist (another finalizer holds them: a claim in use, a load balancer's clean-up), with
 	// the finalizers that hold them: the owner is not Ready until they are gone, and their
@@ -30,7 +31,7 @@ type pruneResult struct {
 
 // terminatingObject is an object prune waits for.
 type terminatingObject struct {
-	id         NodeID
+	id         graph.NodeID
 	finalizers []string
 }
 
@@ -40,7 +41,7 @@ type terminatingObject struct {
 // kdag did not apply for this owner. A kept object (on the live object: Keep, or a
 // user's annotation) is orphaned instead. An object of the owner's that left the graph and is
 // being deleted is recorded as terminating (r.terminating): the owner is not Ready while it exists.
-func (c *Controller) prune(ctx context.Context, owner client.Object, inGraph map[NodeID]int) (r pruneResult) {
+func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map[graph.NodeID]int) (r pruneResult) {
 	ctx, span := startSpan(ctx, spanPrune)
 	defer func() {
 		span.SetAttributes(attribute.Int("kdag.prune.deleted", len(r.pruned)))
@@ -87,8 +88,8 @@ type listed struct {
 	gvk schema.GroupVersionKind
 }
 
-func (l listed) id() NodeID {
-	return NodeID{Group: l.gvk.Group, Kind: l.gvk.Kind, Namespace: l.obj.GetNamespace(), Name: l.obj.GetName()}
+func (l listed) id() graph.NodeID {
+	return graph.NodeID{Group: l.gvk.Group, Kind: l.gvk.Kind, Namespace: l.obj.GetNamespace(), Name: l.obj.GetName()}
 }
 
 // own returns a copy of the object with its GVK set, to write or hand to the engine.
@@ -101,7 +102,7 @@ func (l listed) own() client.Object {
 // ownedObjects lists, from the cache, every object of the owned types that carries the owner's
 // UID label. The objects are the cache's own (read them; listed.own makes a copy to change). A
 // failed list is recorded in *errp and skipped.
-func (c *Controller) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
+func (c *reconciler) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
 	var out []listed
 	for _, t := range c.owned {
 		obj, err := c.scheme.New(t.list)

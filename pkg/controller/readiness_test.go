@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -11,57 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-func TestConditionReady(t *testing.T) {
-	ready := metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionTrue}
-	notReady := metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
-	waiting := metav1.Condition{Type: kdagv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Message: "waiting for Secret ns/db"}
-	stalled := metav1.Condition{Type: kdagv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "Invalid", Message: "use a shorter name"}
-	tests := []struct {
-		name       string
-		generation int64
-		status     kdagv1alpha1.Status
-		want       bool
-		// wantWaiting is the NotReadyError reason; wantTerminal says the error is terminal.
-		wantWaiting  string
-		wantTerminal string
-	}{
-		{name: "no status yet", generation: 1, want: false},
-		{name: "ready and current", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: true},
-		{name: "ready but stale", generation: 3, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}, want: false},
-		{name: "not ready", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady}}, want: false},
-		{name: "no Ready condition", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2}, want: false},
-		{name: "not ready says why", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{waiting}},
-			wantWaiting: "waiting for Secret ns/db"},
-		{name: "stalled", generation: 2, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}},
-			wantTerminal: "stalled (Invalid): use a shorter name"},
-		{name: "stalled but stale", generation: 3, status: kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{notReady, stalled}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: tt.generation}}
-			w.Status.Status = tt.status
-			got, err := ConditionReady(w)
-			var nr *NotReadyError
-			switch {
-			case tt.wantWaiting != "":
-				if got || !errors.As(err, &nr) || nr.Reason != tt.wantWaiting {
-					t.Fatalf("ConditionReady() = %v, %v; want false, NotReadyError %q", got, err, tt.wantWaiting)
-				}
-			case tt.wantTerminal != "":
-				if got || err == nil || !isTerminalErr(err) || err.Error() != tt.wantTerminal {
-					t.Fatalf("ConditionReady() = %v, %v; want false and a terminal error %q", got, err, tt.wantTerminal)
-				}
-			case err != nil || got != tt.want:
-				t.Fatalf("ConditionReady() = %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
-
-// childRM makes each Widget the owner of one child Widget "<name>-child", gated on ConditionReady,
+// childRM makes each Widget the owner of one child Widget "<name>-child", gated on resources.CustomResourceReady,
 // and of a ConfigMap that waits for the child.
 type childRM struct{}
 
@@ -69,13 +22,13 @@ func (childRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	w := owner
 	if strings.HasSuffix(w.Name, "-child") {
 		return nil
 	}
 	child := b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}},
-		ReadyWhen(ConditionReady))
+		ReadyWhen(resources.CustomResourceReady))
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-child"}}, DependsOn(child))
 	return nil
 }
@@ -83,7 +36,7 @@ func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder
 // TestConditionReady_ParentExplainsChild: the owner of a child custom resource says why the child
 // is not ready (its Ready message) while it waits, and is Stalled with the child's message when
 // the child is Stalled.
-func TestConditionReady_ParentExplainsChild(t *testing.T) {
+func TestCustomResourceReady_ParentExplainsChild(t *testing.T) {
 	f := newFixture(t, childRM{})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	if err := f.reconcile("app"); err != nil {
@@ -123,8 +76,8 @@ func TestConditionReady_ParentExplainsChild(t *testing.T) {
 	st := f.status("app")
 	stalled := condition(st, kdagv1alpha1.ConditionStalled)
 	if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, childID) ||
-		!strings.Contains(stalled.Message, "stalled (Invalid): use a shorter name") {
-		t.Errorf("Stalled condition %+v, want True naming %s and the child's reason and message", stalled, childID)
+		!strings.Contains(stalled.Message, "stalled (Invalid): use a shorter name") || stalled.Reason != kdagv1alpha1.ReasonInvalid {
+		t.Errorf("Stalled condition %+v, want True, reason %s, naming %s and the child's reason and message", stalled, kdagv1alpha1.ReasonInvalid, childID)
 	}
 	if !f.notFound(&corev1.ConfigMap{}, "app-after-child") {
 		t.Error("the ConfigMap that depends on the stalled child was created")

@@ -22,7 +22,7 @@ import (
 // change of it is an immutable-field change the API server refuses on update (issue 14). The
 // StatefulSet is ready once it exists (envtest runs no StatefulSet controller).
 func storageRM(opts ...NodeOption) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		labels := map[string]string{"app": w.Name}
 		b.Add(&appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"},
@@ -124,17 +124,17 @@ func TestBuilder_RecreateOptions(t *testing.T) {
 	cm := func() *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}} }
 	for _, tc := range []struct {
 		name    string
-		add     func(b *Builder)
+		add     func(b *Graph)
 		wantErr string
 		want    string // the plan's node
 	}{
-		{"Orphan", func(b *Builder) { b.Add(cm(), Recreate(metav1.DeletePropagationOrphan)) }, "",
+		{"Orphan", func(b *Graph) { b.Add(cm(), Recreate(metav1.DeletePropagationOrphan)) }, "",
 			"ConfigMap ns/c  (recreate on immutable change (Orphan))"},
-		{"CreateOnly", func(b *Builder) { b.Add(cm(), CreateOnly(), Recreate(metav1.DeletePropagationBackground)) },
+		{"CreateOnly", func(b *Graph) { b.Add(cm(), CreateOnly(), Recreate(metav1.DeletePropagationBackground)) },
 			"Recreate does not apply to a CreateOnly node", ""},
-		{"Reference", func(b *Builder) { b.Reference(cm(), Recreate(metav1.DeletePropagationBackground)) },
+		{"Reference", func(b *Graph) { b.Reference(cm(), Recreate(metav1.DeletePropagationBackground)) },
 			"a Reference takes no option but RequireKeys", ""},
-		{"unknown propagation", func(b *Builder) { b.Add(cm(), Recreate("Later")) },
+		{"unknown propagation", func(b *Graph) { b.Add(cm(), Recreate("Later")) },
 			"the propagation is Orphan, Background or Foreground", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assertOneNodePlan(t, tc.add, tc.wantErr, tc.want) })

@@ -25,10 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
-// references checks the objects of Builder.Reference nodes on every reconcile and wakes their
+// references checks the objects of Graph.Reference nodes on every reconcile and wakes their
 // owners when they change. Referenced objects carry no kdag label, so the manager's
 // label-selected cache does not hold them: references keeps informers of its own that hold only
 // their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
@@ -55,9 +56,9 @@ type references struct {
 	ctx       context.Context
 	factories map[string]metadatainformer.SharedInformerFactory // by namespace; "" for all
 	watched   map[informerKey]bool
-	ctrl      watchRegistrar                           // nil when the Controller is not registered with the manager (tests)
-	owners    map[NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
-	refs      map[types.NamespacedName][]watched       // owner → the objects it watches
+	ctrl      watchRegistrar                                 // nil when the reconciler is not registered with the manager (tests)
+	owners    map[graph.NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
+	refs      map[types.NamespacedName][]watched             // owner → the objects it watches
 	seen      map[referenceKey]referenceState
 	// inNamespace counts, with perNamespace, the objects the owners watch in each namespace
 	// (the entries of refs there): a namespace's informers stop when it drops to 0.
@@ -75,7 +76,7 @@ type informerKey struct {
 // referenceKey identifies what kdag remembers of a referenced object: its content as far as a
 // set of required keys (sorted, joined) goes.
 type referenceKey struct {
-	id   NodeID
+	id   graph.NodeID
 	keys string
 }
 
@@ -112,7 +113,7 @@ func newReferences(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*r
 		namespaces: map[string]bool{}, started: make(chan struct{}),
 		factories: map[string]metadatainformer.SharedInformerFactory{},
 		watched:   map[informerKey]bool{},
-		owners:    map[NodeID]map[types.NamespacedName]bool{},
+		owners:    map[graph.NodeID]map[types.NamespacedName]bool{},
 		refs:      map[types.NamespacedName][]watched{},
 		seen:      map[referenceKey]referenceState{},
 
@@ -153,7 +154,7 @@ func (r *references) Start(ctx context.Context) error {
 func (r *references) NeedLeaderElection() bool { return false }
 
 // informer returns the synced informer that holds objects of gvk in namespace, starting it
-// (and, for a registered Controller, watching it) the first time.
+// (and, for a registered reconciler, watching it) the first time.
 func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
 	select {
 	case <-r.started:
@@ -254,11 +255,11 @@ func stripManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// watched is an object whose changes reconcile the owners that need it: a Builder.Reference
+// watched is an object whose changes reconcile the owners that need it: a Graph.Reference
 // node's object, or, for a ProtectsData node, its own object and the data it protects (a key
 // restored without kdag's labels, which the manager's cache does not see, must wake the owner).
 type watched struct {
-	id  NodeID
+	id  graph.NodeID
 	gvk schema.GroupVersionKind
 }
 
@@ -340,7 +341,7 @@ func stopInformers(factories []metadatainformer.SharedInformerFactory) {
 }
 
 // cachedObjects returns how many objects of gvk the informers of references hold, over every
-// namespace: what the Controller's memory of referenced objects of that kind costs.
+// namespace: what the reconciler's memory of referenced objects of that kind costs.
 func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
 	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -359,7 +360,7 @@ func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
 
 // dropOwnerLocked records that owner no longer references id; what kdag knows of id's content
 // is forgotten with its last owner.
-func (r *references) dropOwnerLocked(id NodeID, owner types.NamespacedName) {
+func (r *references) dropOwnerLocked(id graph.NodeID, owner types.NamespacedName) {
 	delete(r.owners[id], owner)
 	if len(r.owners[id]) > 0 {
 		return
@@ -376,7 +377,7 @@ func (r *references) dropOwnerLocked(id NodeID, owner types.NamespacedName) {
 // that reference it. (Objects of metadata informers carry no kind: gvk says it.)
 func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(_ context.Context, obj client.Object) []reconcile.Request {
-		id := NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		id := graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		reqs := make([]reconcile.Request, 0, len(r.owners[id]))
@@ -387,7 +388,7 @@ func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
 	}
 }
 
-// check returns nil when the object of the Builder.Reference node s exists and holds the keys the
+// check returns nil when the object of the Graph.Reference node s exists and holds the keys the
 // node requires, with res.contentHash set to the hash of what dependents read (the required keys,
 // or all of a Secret's or ConfigMap's data, or another kind's spec). A missing object or key
 // keeps the node waiting (*waitingError) with a message naming the object and what to do; the
@@ -453,7 +454,7 @@ func (r *references) content(ctx context.Context, s *nodeSpec, m metav1.Object) 
 	}
 	st = referenceState{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
 	hashed := u
-	if hasKeys(s.gvk) {
+	if resources.HasDataKeys(s.gvk) {
 		selected, missing, err := resources.SelectKeys(u, s.requireKeys)
 		if err != nil {
 			return st, errors.Wrapf(err, "%s: select keys", s.id)
@@ -471,9 +472,4 @@ func (r *references) content(ctx context.Context, s *nodeSpec, m metav1.Object) 
 	}
 	r.mu.Unlock()
 	return st, nil
-}
-
-// hasKeys reports whether objects of gvk have keys (RequireKeys applies to them).
-func hasKeys(gvk schema.GroupVersionKind) bool {
-	return gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap")
 }

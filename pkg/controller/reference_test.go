@@ -19,7 +19,7 @@ import (
 )
 
 // referenceRM: each Widget needs the user's Secret "<name>-db" (a reference) for its ConfigMap.
-var referenceRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+var referenceRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}})
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"db": w.Name + "-db"}},
 		DependsOn(db))
@@ -92,7 +92,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 
 func TestPlan_ReferenceNode(t *testing.T) {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
-	plan, err := NewPlan(context.Background(), referenceRM, w, scheme, nil)
+	plan, err := testPlan(context.Background(), referenceRM, w, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestPlan_ReferenceNode(t *testing.T) {
 	}
 }
 
-// waitReferenced waits until the Controller's cache of referenced objects holds obj's kind named
+// waitReferenced waits until the reconciler's cache of referenced objects holds obj's kind named
 // name (or, with exists false, no longer holds it).
 func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
 	f.t.Helper()
@@ -120,7 +120,7 @@ func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
 
 // keysRM: the Widget's Deployment reads keys host, user and password of the user's Secret
 // "<name>-db", which it references with RequireKeys.
-var keysRM = funcRM{add: func(w *testapi.Widget, b *Builder) error {
+var keysRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}}, RequireKeys("host", "user", "password"))
 	b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
 		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
@@ -201,7 +201,7 @@ func TestReference_RecheckedOnEveryReconcile(t *testing.T) {
 	}
 }
 
-// TestReference_ChangeWakesItsOwners (4): with the Controller registered, creating the
+// TestReference_ChangeWakesItsOwners (4): with the reconciler registered, creating the
 // referenced Secret reconciles the waiting owner by itself (no polling, no requeue timer).
 func TestReference_ChangeWakesItsOwners(t *testing.T) {
 	f := newRegisteredFixture(t, keysRM)
@@ -258,20 +258,20 @@ func TestBuilder_ReferenceOptions(t *testing.T) {
 	secret := func() *corev1.Secret { return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "all-in-one"}} }
 	for _, tc := range []struct {
 		name    string
-		add     func(b *Builder)
+		add     func(b *Graph)
 		wantErr string
 		want    string // the plan's first node
 	}{
-		{"shared Secret", func(b *Builder) {
+		{"shared Secret", func(b *Graph) {
 			b.Reference(secret(), RequireKeys("host", "password"))
 			b.Reference(secret(), RequireKeys("username", "password"))
 		}, "", "Secret ns/all-in-one  (reference: must exist, never written; keys host, password, username)"},
-		{"RequireKeys on an owned object", func(b *Builder) { b.Add(secret(), RequireKeys("k")) }, "RequireKeys applies to a Reference only", ""},
-		{"CreateOnly on a Reference", func(b *Builder) { b.Reference(secret(), CreateOnly()) }, "a Reference takes no option but RequireKeys", ""},
-		{"RequireKeys on a Service", func(b *Builder) {
+		{"RequireKeys on an owned object", func(b *Graph) { b.Add(secret(), RequireKeys("k")) }, "RequireKeys applies to a Reference only", ""},
+		{"CreateOnly on a Reference", func(b *Graph) { b.Reference(secret(), CreateOnly()) }, "a Reference takes no option but RequireKeys", ""},
+		{"RequireKeys on a Service", func(b *Graph) {
 			b.Reference(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, RequireKeys("k"))
 		}, "RequireKeys applies to a Secret or a ConfigMap only", ""},
-		{"the same object referenced and owned", func(b *Builder) {
+		{"the same object referenced and owned", func(b *Graph) {
 			b.Reference(secret())
 			b.Add(secret())
 		}, "added twice", ""},
@@ -282,10 +282,10 @@ func TestBuilder_ReferenceOptions(t *testing.T) {
 
 // assertOneNodePlan plans the Widget ns/app whose AddResources is add, and checks that the plan
 // fails with an error saying wantErr or, with wantErr "", that it holds one node printed as want.
-func assertOneNodePlan(t *testing.T, add func(b *Builder), wantErr, want string) {
+func assertOneNodePlan(t *testing.T, add func(b *Graph), wantErr, want string) {
 	t.Helper()
-	rm := funcRM{add: func(_ *testapi.Widget, b *Builder) error { add(b); return nil }}
-	plan, err := NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
+	rm := funcRM{add: func(_ *testapi.Widget, b *Graph) error { add(b); return nil }}
+	plan, err := testPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("NewPlan error %v, want one saying %q", err, wantErr)

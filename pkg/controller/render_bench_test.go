@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -18,7 +19,7 @@ import (
 func BenchmarkRenderCreate(b *testing.B) {
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: types.UID("8a1c7f2e-0000-4000-8000-000000000001")}}
 	widget := &testapi.Widget{}
-	c := &Controller{name: "bench", scheme: scheme, ownerGVK: testapi.GroupVersion.WithKind("Widget")}
+	c := &reconciler{name: "bench", scheme: scheme, ownerGVK: testapi.GroupVersion.WithKind("Widget")}
 	layers := convergeLayers(widget, 10, 2)
 	specs := make([]*nodeSpec, 0, 20)
 	results := make([]nodeResult, 20)
@@ -32,7 +33,7 @@ func BenchmarkRenderCreate(b *testing.B) {
 			if _, ok := obj.(*corev1.ConfigMap); ok {
 				gvk.Kind = "ConfigMap"
 			}
-			s := &nodeSpec{id: NodeID{Kind: gvk.Kind, Namespace: "ns", Name: obj.GetName()}, gvk: gvk, obj: obj, blockers: prev}
+			s := &nodeSpec{id: graph.NodeID{Kind: gvk.Kind, Namespace: "ns", Name: obj.GetName()}, gvk: gvk, obj: obj, blockers: prev}
 			s.obj.SetNamespace("ns")
 			specs = append(specs, s)
 			results[idx] = nodeResult{spec: s, contentHash: "0123456789abcdef0123456789abcdef"}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/resources"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
@@ -15,20 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-type nodeState int
-
-const (
-	stateReady nodeState = iota
-	stateWaiting
-	stateFailed
-	stateBlocked
-	stateCanceled
-)
-
 // nodeResult is what happened to one node; written only by the node's own work function.
 type nodeResult struct {
 	spec        *nodeSpec
-	state       nodeState
+	state       kdagv1alpha1.NodeState // what the node did; set for every node by runGraph
 	action      apply.Action
 	drifted     []string // fields another writer changed: repaired by this apply, or reported (action Reported)
 	driftRepeat bool     // action Reported: the same fields were reported before (apply.Entry.Repeat)
@@ -83,16 +74,16 @@ type outcome struct {
 func (r *outcome) summarize() {
 	for i := range r.nodes {
 		n := &r.nodes[i]
-		if n.state == stateReady && n.pending != "" {
-			n.state, n.detail = stateWaiting, n.pending
+		if n.state == kdagv1alpha1.NodeReady && n.pending != "" {
+			n.state, n.detail = kdagv1alpha1.NodeWaiting, n.pending
 			n.message = n.spec.id.String() + ": " + n.pending
 		}
 		switch n.state {
-		case stateReady:
+		case kdagv1alpha1.NodeReady:
 			r.ready++
-		case stateWaiting:
+		case kdagv1alpha1.NodeWaiting:
 			r.waiting++
-		case stateFailed:
+		case kdagv1alpha1.NodeFailed:
 			r.failed++
 			var conflict *apply.DriftConflictError
 			if errors.As(n.err, &conflict) {
@@ -117,16 +108,20 @@ func (r *outcome) summarize() {
 				if r.terminal == nil {
 					r.terminal, r.reason = n.err, kdagv1alpha1.ReasonObjectInvalid
 					var rs reasoned
-					if errors.As(n.err, &rs) {
+					var stalled *resources.StalledError
+					switch {
+					case errors.As(n.err, &rs):
 						r.reason = rs.conditionReason()
+					case errors.As(n.err, &stalled): // a child's own reason
+						r.reason = validReason(stalled.Reason, kdagv1alpha1.ReasonObjectInvalid)
 					}
 				}
 			} else if r.transient == nil {
 				r.transient, r.reason = n.err, kdagv1alpha1.ReasonNodeFailed
 			}
-		case stateBlocked:
+		case kdagv1alpha1.NodeBlocked:
 			r.blocked++
-		case stateCanceled:
+		case kdagv1alpha1.NodeCanceled:
 			r.canceled++
 		}
 	}
@@ -186,7 +181,7 @@ func (r *outcome) returnErr() error {
 func (r *outcome) failureError() error {
 	var msgs []string
 	for i := range r.nodes {
-		if r.nodes[i].state == stateFailed {
+		if r.nodes[i].state == kdagv1alpha1.NodeFailed {
 			msgs = append(msgs, r.nodes[i].err.Error())
 		}
 	}

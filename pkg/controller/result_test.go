@@ -32,7 +32,7 @@ func TestOutcome_StalledRecheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &outcome{}
 			for _, err := range tc.errs {
-				r.nodes = append(r.nodes, nodeResult{spec: &nodeSpec{}, state: stateFailed, err: err})
+				r.nodes = append(r.nodes, nodeResult{spec: &nodeSpec{}, state: kdagv1alpha1.NodeFailed, err: err})
 			}
 			r.summarize()
 			if r.terminal == nil || r.reason != tc.wantReason {

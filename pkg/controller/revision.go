@@ -52,7 +52,7 @@ func watchRevisions(mgr ctrl.Manager) error {
 // oldest revisions beyond the owner's history limit. A failure is logged and reported with a
 // Warning event; it never fails the reconcile (the objects are written; only their history
 // lacks an entry). Cluster-scoped owners have no revisions (a ControllerRevision is namespaced).
-func (c *Controller) recordRevision(ctx context.Context, owner client.Object, r *outcome) {
+func (c *reconciler) recordRevision(ctx context.Context, owner client.Object, r *outcome) {
 	changes := r.revisionNodes()
 	if len(changes) == 0 || owner.GetNamespace() == "" {
 		return
@@ -71,7 +71,7 @@ func (c *Controller) recordRevision(ctx context.Context, owner client.Object, r 
 
 // writeRevision creates the revision of changes (unless limit is 0) and prunes the owner's
 // revisions to limit.
-func (c *Controller) writeRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange, limit int) error {
+func (c *reconciler) writeRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange, limit int) error {
 	what := c.ownerGVK.Kind + " " + client.ObjectKeyFromObject(owner).String()
 	existing, err := c.listRevisions(ctx, c.client, owner)
 	if err != nil {
@@ -111,7 +111,7 @@ func (c *Controller) writeRevision(ctx context.Context, owner client.Object, cha
 }
 
 // createRevision creates revision n of owner holding rec.
-func (c *Controller) createRevision(ctx context.Context, owner client.Object, rec *revision.Record, n int64) (*appsv1.ControllerRevision, error) {
+func (c *reconciler) createRevision(ctx context.Context, owner client.Object, rec *revision.Record, n int64) (*appsv1.ControllerRevision, error) {
 	data, err := revision.Encode(rec)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (c *Controller) createRevision(ctx context.Context, owner client.Object, re
 }
 
 // pruneRevisions deletes the oldest of revs beyond limit, each with a UID precondition.
-func (c *Controller) pruneRevisions(ctx context.Context, revs []appsv1.ControllerRevision, limit int, what string) error {
+func (c *reconciler) pruneRevisions(ctx context.Context, revs []appsv1.ControllerRevision, limit int, what string) error {
 	if len(revs) <= limit {
 		return nil
 	}
@@ -151,7 +151,7 @@ func (c *Controller) pruneRevisions(ctx context.Context, revs []appsv1.Controlle
 
 // listRevisions returns owner's revisions through r: the cache (without their data), or the API
 // server.
-func (c *Controller) listRevisions(ctx context.Context, r client.Reader, owner client.Object) ([]appsv1.ControllerRevision, error) {
+func (c *reconciler) listRevisions(ctx context.Context, r client.Reader, owner client.Object) ([]appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{
 		kdagv1alpha1.LabelOwnerUID: string(owner.GetUID()), kdagv1alpha1.LabelController: c.name,
@@ -201,7 +201,7 @@ func (r *outcome) revisionNodes() []revision.NodeChange {
 				ch.Drifted = slices.Clone(n.drifted)
 			}
 		case apply.Recreating:
-			if n.state == stateFailed { // the delete did not go through
+			if n.state == kdagv1alpha1.NodeFailed { // the delete did not go through
 				continue
 			}
 			ch.Fields = slices.Clone(n.drifted)

@@ -23,7 +23,7 @@ import (
 // revisionRM's graph: a ConfigMap with the Widget's data, a Secret whose password is made from
 // the Widget's data "index" (its value is in no owner spec), and, with the component "extra", a second ConfigMap.
 func revisionRM() funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Builder) error {
+	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"},
 			StringData: map[string]string{"password": "s3cr3t-" + w.Spec.Data["index"]}})
@@ -201,7 +201,7 @@ func TestRevisions_Bounded(t *testing.T) {
 }
 
 // TestCacheOptions_RevisionsWithoutData: the manager's cache holds kdag's revisions without
-// their data and managed fields (the Controller reads their numbers; the data is the bulk of
+// their data and managed fields (the reconciler reads their numbers; the data is the bulk of
 // each), and leaves every other kind's objects whole.
 func TestCacheOptions_RevisionsWithoutData(t *testing.T) {
 	opts := CacheOptions(SharedScheme, For("widgets", revisionRM()))

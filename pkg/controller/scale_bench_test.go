@@ -88,7 +88,7 @@ type scaleHelperConfig struct {
 	// Owners is how many settled owners engine "kdag-resync" expects to reconcile.
 	Owners int
 	// Shard is the static shard of engine "kdag"'s manager (as --shard: package shard's cache
-	// selection and Controller options); "" for none.
+	// selection and reconciler options); "" for none.
 	Shard string
 }
 
@@ -560,7 +560,7 @@ type scaleRM struct{ children int }
 
 func (scaleRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Builder) error {
+func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
 	for i := range rm.children {
 		b.Add(scaleChildObject(owner, i))
 	}
@@ -685,7 +685,7 @@ func runScaleHelper() int {
 	return 0
 }
 
-// startScaleManager starts a manager with one kdag Controller with default options and waits
+// startScaleManager starts a manager with one kdag reconciler with default options and waits
 // for its caches. The returned channel yields the manager's error once ctx ends.
 func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig) (<-chan error, error) {
 	mgr, _, err := newScaleManager(rc, cfg)
@@ -695,8 +695,8 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 	return startManager(ctx, mgr)
 }
 
-// newScaleManager returns a manager with one kdag Controller with default options, not started.
-func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *Controller, error) {
+// newScaleManager returns a manager with one kdag reconciler with default options, not started.
+func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *reconciler, error) {
 	cacheOpts, err := ShardCache(CacheOptions(scheme, For("scale", scaleRM{})), cfg.Shard)
 	if err != nil {
 		return nil, nil, err

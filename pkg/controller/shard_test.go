@@ -94,7 +94,7 @@ type serviceOwnerRM struct{ owned client.Object }
 
 func (rm serviceOwnerRM) OwnedTypes() []client.Object { return []client.Object{rm.owned} }
 
-func (serviceOwnerRM) AddResources(context.Context, *corev1.Service, *controller.Builder) error {
+func (serviceOwnerRM) AddResources(context.Context, *corev1.Service, *controller.Graph) error {
 	return nil
 }
 
@@ -130,7 +130,7 @@ type shardManager struct {
 func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 	t.Helper()
 	m := &shardManager{shard: shardName, version: "shard-" + shardName, seen: &sync.Map{}}
-	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Builder) error {
+	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Graph) error {
 		m.seen.Store(client.ObjectKeyFromObject(w), true)
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"password": rand.Text()}}, controller.CreateOnly())
@@ -525,7 +525,7 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 			}
 		}
 	}
-	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Builder) error {
+	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Graph) error {
 		ref := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-0"}}, controller.RequireKeys("k"))
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}}, controller.DependsOn(ref))
 		return nil

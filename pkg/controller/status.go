@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	"github.com/pkg/errors"
 	"go.opentelemetry.io/otel/trace"
@@ -28,7 +29,7 @@ import (
 // status subresource — only when it differs from the cached owner's, so an unchanged owner costs
 // no write — and then emits events for what changed. The events go last, written or not, so that
 // their requests do not compete with the status write, the end of the reconcile's critical path.
-func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
+func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
 	var (
 		live map[string]any // the owner's status as content; nil until needed
 		old  *kdagv1alpha1.Status
@@ -88,11 +89,11 @@ func (c *Controller) writeStatus(ctx context.Context, owner client.Object, r *ou
 // reportStatus lets a StatusReporter set the owner's own status fields on a copy of the owner
 // and returns that copy's status (kdag's block is set by the caller): nil without a
 // StatusReporter.
-func (c *Controller) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
+func (c *reconciler) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
 	rep := Report{Ready: r.allReady(), nodes: make([]nodeReport, len(r.nodes)), scheme: c.scheme, namespace: owner.GetNamespace()}
 	for i := range r.nodes {
 		n := &r.nodes[i]
-		rep.nodes[i] = nodeReport{id: n.spec.id, state: n.state.api(), object: n.live}
+		rep.nodes[i] = nodeReport{id: n.spec.id, state: n.state, object: n.live}
 	}
 	reported, ok := owner.DeepCopyObject().(client.Object)
 	if !ok {
@@ -173,7 +174,7 @@ func currentStatus(owner client.Object) (map[string]any, *kdagv1alpha1.Status, e
 	return raw, st, nil
 }
 
-func (c *Controller) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
+func (c *reconciler) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
 	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
 	u.SetGroupVersionKind(c.ownerGVK)
 	u.SetNamespace(owner.GetNamespace())
@@ -252,7 +253,7 @@ func (r *outcome) driftMessage() string {
 func (r *outcome) waitingMessage() string {
 	var names []string
 	for i := range r.nodes {
-		if n := &r.nodes[i]; n.state == stateWaiting {
+		if n := &r.nodes[i]; n.state == kdagv1alpha1.NodeWaiting {
 			name := n.spec.id.String()
 			if n.detail != "" {
 				name += " (" + truncate(n.detail, 256) + ")"
@@ -282,7 +283,7 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 		Total: int32(len(r.nodes)), Ready: int32(r.ready), Waiting: int32(r.waiting),
 		Failed: int32(r.failed), Blocked: int32(r.blocked), Canceled: int32(r.canceled),
 	}
-	for _, want := range []nodeState{stateFailed, stateWaiting, stateBlocked, stateCanceled} {
+	for _, want := range []kdagv1alpha1.NodeState{kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled} {
 		for i := range r.nodes {
 			n := &r.nodes[i]
 			if n.state != want || len(g.NotReady) >= kdagv1alpha1.MaxNotReady {
@@ -294,7 +295,7 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 			}
 			g.NotReady = append(g.NotReady, kdagv1alpha1.NodeStatus{
 				Kind: n.spec.id.Kind, Namespace: n.spec.id.Namespace, Name: n.spec.id.Name,
-				State: want.api(), Message: truncate(msg, 256),
+				State: want, Message: truncate(msg, 256),
 			})
 		}
 	}
@@ -317,7 +318,7 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 		}
 		gn := kdagv1alpha1.GraphNode{
 			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
-			State: r.nodes[i].state.api(),
+			State: r.nodes[i].state,
 		}
 		for k, b := range s.blockers {
 			gn.Blockers = append(gn.Blockers, int32(b.index))
@@ -330,17 +331,13 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 	return nodes
 }
 
-func (s nodeState) api() kdagv1alpha1.NodeState {
-	return [...]kdagv1alpha1.NodeState{kdagv1alpha1.NodeReady, kdagv1alpha1.NodeWaiting, kdagv1alpha1.NodeFailed, kdagv1alpha1.NodeBlocked, kdagv1alpha1.NodeCanceled}[s]
-}
-
 // emitNodeEvents records what changed in the cluster. Created, updated and pruned objects get one
 // event per reason and reconcile, naming them all (so a first deploy of ten objects costs the API
 // server one event, not ten); a repaired drift, an adoption and a held repair get one event per
 // object, as each carries its own details. Skipped nodes emit nothing, so an unchanged owner
 // emits nothing.
-func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
-	var created, updated []NodeID
+func (c *reconciler) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
+	var created, updated []graph.NodeID
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		switch n.action {
@@ -360,7 +357,7 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 				c.event(ctx, owner, corev1.EventTypeNormal, "Adopted", "Adopted existing %s", n.spec.id)
 			}
 		case apply.Recreating:
-			if n.state != stateFailed { // the delete went through
+			if n.state != kdagv1alpha1.NodeFailed { // the delete went through
 				c.event(ctx, owner, corev1.EventTypeNormal, "Recreating", "Deleted %s to create it again: immutable %s changed",
 					n.spec.id, truncate(strings.Join(n.drifted, ", "), 512))
 			}
@@ -377,7 +374,7 @@ func (c *Controller) emitNodeEvents(ctx context.Context, owner client.Object, r 
 	c.objectsEvent(ctx, owner, "Pruned", "Deleted", ": no longer part of the graph", r.prune.pruned)
 	// One Orphaned event per annotation that kept objects, naming it.
 	var byAnnotation []string
-	kept := map[string][]NodeID{}
+	kept := map[string][]graph.NodeID{}
 	for i, id := range r.prune.orphaned {
 		by := r.prune.keptBy[i]
 		if _, seen := kept[by]; !seen {
@@ -395,7 +392,7 @@ const maxEventObjects = 10
 
 // objectsEvent records one Normal event with reason for ids, if any: "<verb> <id><suffix>" for
 // one object, "<verb> <n> objects<suffix>: <id>, <id>, … and <k> more" for several.
-func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []NodeID) {
+func (c *reconciler) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []graph.NodeID) {
 	switch len(ids) {
 	case 0:
 		return
@@ -416,7 +413,7 @@ func (c *Controller) objectsEvent(ctx context.Context, owner client.Object, reas
 
 // emitConditionEvents records transitions of Ready and Stalled, new retried failures, and a new
 // list of reported drift (Drifted).
-func (c *Controller) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
+func (c *reconciler) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
 	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case isReady && !wasReady:
@@ -457,7 +454,7 @@ func retriedFailure(reason string) bool {
 // statusWriteFailed reports a failed status write in a Warning event: the status cannot carry
 // its own failure, and without the event a retried write is visible in logs only. A write cut
 // short because the process is stopping is not reported: the next process writes the status.
-func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
+func (c *reconciler) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -469,7 +466,7 @@ func (c *Controller) statusWriteFailed(ctx context.Context, owner client.Object,
 //
 // The note ends with the trace ID of ctx's span, when there is one, so that an event leads to
 // its reconcile's trace; the note is cut to the Events API's 1 kB before it.
-func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
+func (c *reconciler) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
 	c.eventRelated(ctx, owner, nil, typ, reason, format, args...)
 }
 
@@ -477,7 +474,7 @@ func (c *Controller) event(ctx context.Context, owner client.Object, typ, reason
 // recorder folds events of the same owner, type and reason into one series that keeps the first
 // note, unless their related objects differ, so an event about one object of several (an
 // object orphaned in a teardown) names that object as related to keep its own note.
-func (c *Controller) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
+func (c *reconciler) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
 	if c.namespaceTerminating(owner.GetNamespace()) {
 		return
 	}

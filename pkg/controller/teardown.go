@@ -29,7 +29,7 @@ const teardownRecheck = 5 * time.Second
 // cannot cover) it deletes only the objects without an owner reference to the owner and leaves
 // the rest to the garbage collector. Kept objects are orphaned, never deleted. While objects are
 // still being deleted it requeues after teardownRecheck.
-func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *reconciler) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
@@ -61,7 +61,7 @@ func (c *Controller) finalize(ctx context.Context, owner client.Object) (reconci
 // releaseUnowned deletes (or orphans, when kept) the owner's objects that carry no owner
 // reference to it, and returns how many of them still exist. The garbage collector deletes the
 // others once the owner is gone.
-func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (int, error) {
+func (c *reconciler) releaseUnowned(ctx context.Context, owner client.Object) (int, error) {
 	var listErr error
 	objs := c.ownedObjects(ctx, owner, &listErr)
 	if listErr != nil {
@@ -89,13 +89,13 @@ func (c *Controller) releaseUnowned(ctx context.Context, owner client.Object) (i
 // teardownObjects deletes the owner's objects, dependents before their blockers, and returns
 // how many still exist. Objects outside the current graph (the graph cannot be built, or they
 // were never pruned) go first, in any order.
-func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (int, error) {
+func (c *reconciler) teardownObjects(ctx context.Context, owner client.Object) (int, error) {
 	var listErr error
 	objs := c.ownedObjects(ctx, owner, &listErr)
 	if listErr != nil {
 		return 0, listErr
 	}
-	live := make(map[NodeID]client.Object, len(objs))
+	live := make(map[graph.NodeID]client.Object, len(objs))
 	for _, l := range objs {
 		if !c.engine.Owns(c.applyOwner(owner), l.obj) {
 			continue // a copy that kept the labels: not owner's, not kdag's to delete
@@ -111,15 +111,15 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 	if b, err := buildGraph(ctx, c.rm, owner, c.scheme, c.mapper, c.ownedKind); err == nil {
 		specs = b.nodes
 	}
-	inGraph := make(map[NodeID]bool, len(specs))
+	inGraph := make(map[graph.NodeID]bool, len(specs))
 	for _, s := range specs {
 		inGraph[s.id] = true
 	}
 
 	// Reverse graph: a node's blockers are its dependents, added first (reverse insertion order).
-	g := graph.New[NodeID](graph.Options{SizeHint: len(specs) + 1})
+	g := graph.New[graph.NodeID](graph.Options{SizeHint: len(specs) + 1})
 	const outside = "(objects outside the graph)"
-	outsideID := NodeID{Kind: outside}
+	outsideID := graph.NodeID{Kind: outside}
 	deleteOutside := func(ctx context.Context) error {
 		pending := 0
 		var firstErr error
@@ -142,7 +142,7 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 	if err := g.AddNode(outsideID, deleteOutside); err != nil {
 		return 0, err
 	}
-	dependents := make(map[NodeID][]NodeID, len(specs))
+	dependents := make(map[graph.NodeID][]graph.NodeID, len(specs))
 	for _, s := range specs {
 		for _, bl := range s.blockers {
 			dependents[bl.id] = append(dependents[bl.id], s.id)
@@ -160,7 +160,7 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 			}
 			return &waitingError{msg: id.String() + " is being deleted"}
 		}
-		if err := g.AddNode(id, fn, append([]NodeID{outsideID}, dependents[id]...)...); err != nil {
+		if err := g.AddNode(id, fn, append([]graph.NodeID{outsideID}, dependents[id]...)...); err != nil {
 			return 0, err
 		}
 	}
@@ -180,7 +180,7 @@ func (c *Controller) teardownObjects(ctx context.Context, owner client.Object) (
 // o still counts as existing until the cache says otherwise, and its blockers wait for that. A
 // failed delete is returned: no watch event would resume the teardown, so the reconcile must
 // fail and be retried.
-func (c *Controller) deleteForTeardown(ctx context.Context, owner client.Object, id NodeID, o client.Object) error {
+func (c *reconciler) deleteForTeardown(ctx context.Context, owner client.Object, id graph.NodeID, o client.Object) error {
 	entry, err := c.engine.Teardown(ctx, c.applyOwner(owner), o)
 	switch {
 	case err != nil:

@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
@@ -23,7 +24,7 @@ func isTerminal(err error) bool {
 }
 
 // reasoned is implemented by node errors that carry the condition reason the owner should show
-// (a failed Job's BackoffLimitExceeded, a stalled child's own reason).
+// (a failed Job's BackoffLimitExceeded; a stalled child's, resources.StalledError, is read apart).
 type reasoned interface{ conditionReason() string }
 
 // conditionReasonPattern is the format of metav1.Condition.Reason (its validation pattern).
@@ -45,7 +46,7 @@ func validReason(reason, fallback string) string {
 // Job for a new version, or the failed object deleted so that kdag creates it again).
 type objectFailedError struct {
 	// Node is the failed node.
-	Node NodeID
+	Node graph.NodeID
 	// Reason is the object's reason for the failure (the reason of its Failed or Stalled
 	// condition), a valid condition reason; kdagv1alpha1.ReasonObjectFailed when it gives none.
 	Reason string
@@ -68,7 +69,7 @@ func (e *objectFailedError) conditionReason() string { return e.Reason }
 // kstatusMessage: the reason and message of its first True condition of type Failed or Stalled
 // (a Job's Failed, a kstatus-style Stalled), or of a Progressing=False condition (a Deployment
 // past its progress deadline), else kstatus' message.
-func newObjectFailed(id NodeID, live *unstructured.Unstructured, kstatusMessage string) *objectFailedError {
+func newObjectFailed(id graph.NodeID, live *unstructured.Unstructured, kstatusMessage string) *objectFailedError {
 	e := &objectFailedError{Node: id, Reason: kdagv1alpha1.ReasonObjectFailed, Message: kstatusMessage}
 	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
 	for _, c := range conds {

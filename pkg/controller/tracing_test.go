@@ -26,7 +26,7 @@ func (tracedRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Service{}}
 }
 
-func (tracedRM) AddResources(ctx context.Context, _ *testapi.Widget, b *Builder) error {
+func (tracedRM) AddResources(ctx context.Context, _ *testapi.Widget, b *Graph) error {
 	span, _ := opentracing.StartSpanFromContext(ctx, "opentracing in AddResources")
 	defer span.Finish()
 	good := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "good"}, Data: map[string]string{"k": "v"}})

@@ -1,7 +1,7 @@
 // Package controllertest is kdag's test kit for operator authors: what a test of a
 // ResourceManager needs, so that a component's test reads like its scenario.
 //
-//   - AssertPlan compares a controller.Plan with a golden file in testdata; go test -update
+//   - AssertPlan compares a plan.Plan with a golden file in testdata; go test -update
 //     rewrites it, and a difference prints the command that does, runnable from the module root.
 //   - APIServer is a real kube-apiserver (envtest) shared by a test package's tests and started
 //     by the first test that needs one, so the package's pure tests need no binaries.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pkg/errors"
 
-	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
 // update is the -update flag of every test binary that imports this package: AssertPlan rewrites
@@ -20,12 +20,12 @@ import (
 // (the flag package panics on the second one).
 var update = flag.Bool("update", false, "rewrite the golden files in testdata instead of comparing (controllertest.AssertPlan)")
 
-// AssertPlan compares p's text rendering (controller.Plan.WriteText: one block per node with its
+// AssertPlan compares p's text rendering (plan.Plan.WriteText: one block per node with its
 // dependencies, options and object as YAML, Secret values redacted) with testdata/<name>.golden
 // in the test's package directory. With -update it writes the file instead. On a difference it
 // fails t with the lines that differ, (-want +got), and the command, runnable from the module root, that
 // rewrites this test's golden file once the change is checked.
-func AssertPlan(t testing.TB, p *controller.Plan, name string) {
+func AssertPlan(t testing.TB, p *plan.Plan, name string) {
 	t.Helper()
 	var got bytes.Buffer
 	if err := p.WriteText(&got); err != nil {

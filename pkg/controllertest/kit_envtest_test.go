@@ -24,7 +24,7 @@ type configRM struct{}
 
 func (configRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (configRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (configRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 	return nil
 }

@@ -12,6 +12,11 @@ import (
 // logs, status conditions, span attributes and metric labels; text encodings
 // (JSON, YAML, slog) use the same word. The zero value, which no node of a
 // finished run has, is the empty word.
+//
+// Outcome records what the scheduler did with a node's function. kdag's
+// controller turns it into a node's outcome for users, the API's NodeState
+// (Ready, Waiting, Failed, Blocked, Canceled): a function that returned a
+// "not ready yet" error is Failed here and Waiting there.
 type Outcome uint8
 
 const (

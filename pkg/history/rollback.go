@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/revision"
 )
@@ -87,8 +88,8 @@ func (rb *Rollback) Check(ctx context.Context) ([]plan.OwnerChanges, error) {
 			switch {
 			case ch.Error != "":
 				refused.Reasons = append(refused.Reasons, "the API server would refuse "+name+": "+ch.Error)
-			case ch.Kind == "PersistentVolumeClaim" && (ch.Action == plan.Recreate || ch.Action == plan.Prune):
-				refused.Reasons = append(refused.Reasons, "the reconcile would delete "+name+" ("+string(ch.Action)+": "+ch.Reason+
+			case ch.Kind == "PersistentVolumeClaim" && (ch.Action == apply.Recreating || ch.Action == apply.Pruned):
+				refused.Reasons = append(refused.Reasons, "the reconcile would delete "+name+" ("+planWord(ch.Action)+": "+ch.Reason+
 					") and lose its data")
 			}
 		}
@@ -181,4 +182,12 @@ func apiMessage(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// planWord is the plan's word for a, the two actions that delete a claim: "Recreate" or "Prune".
+func planWord(a apply.Action) string {
+	if a == apply.Recreating {
+		return "Recreate"
+	}
+	return "Prune"
 }

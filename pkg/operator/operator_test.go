@@ -48,7 +48,7 @@ type pages struct{}
 
 func (pages) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (pages) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (pages) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pages"}, Data: w.Spec.Data})
 	return nil
 }

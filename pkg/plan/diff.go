@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 )
 
 // Placeholders of Secret values in the live plan's diffs: every value is replaced, as the
-// offline plan's yaml output does (controller.RedactSecretValues); one the write changes gets a
+// offline plan's yaml output does (graphplan.RedactSecretValues); one the write changes gets a
 // placeholder per side, so that the diff still shows that it changes (kubectl diff's habit).
 const (
 	redacted         = "<redacted>"
@@ -37,8 +37,8 @@ func yamlDiff(before, after *unstructured.Unstructured) (string, error) {
 			return redacted
 		}
 	}
-	controller.RedactSecretValues(gvk, b, placeholder(redactedOldValue))
-	controller.RedactSecretValues(gvk, a, placeholder(redactedNewValue))
+	graphplan.RedactSecretValues(gvk, b, placeholder(redactedOldValue))
+	graphplan.RedactSecretValues(gvk, a, placeholder(redactedNewValue))
 	by, err := yaml.Marshal(b)
 	if err != nil {
 		return "", errors.WithStack(err)

@@ -16,13 +16,13 @@
 // writes their plans in a Format (Write). Owners are defaulted with their CRD's structural
 // schema as the API server would, so a plan of a sample shows what the cluster would get. An
 // object of a kind no component reconciles is skipped. Secret values are never printed: the
-// yaml output (controller.Plan.WriteText) shows placeholders. The drawings come from pkg/render,
+// yaml output (Plan.WriteText) shows placeholders. The drawings come from pkg/render,
 // like pkg/graph's and `kubectl kdag`'s.
 //
 // With --live the command asks a cluster what applying would change: `plan --live TYPE/NAME` for
 // an owner on the cluster, `plan --live -f FILE` for a spec not applied yet (Resolve).
 // Planner.Changes builds each node's object as the apply engine would get it
-// (controller.Plan.Render), dry-runs kdag's server-side apply (client.DryRunAll) and classifies
+// (Plan.Render), dry-runs kdag's server-side apply (client.DryRunAll) and classifies
 // it: Create, Update (with a diff), Unchanged, Recreate, Refused, and, for objects the graph no
 // longer holds, Prune or Keep. Nothing is written. WriteChanges prints the changes as text, yaml
 // or json; ExitCode gives kubectl diff's exit status. An owner of a file is first dry-run itself

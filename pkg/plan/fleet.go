@@ -32,7 +32,7 @@ type OwnerPlan struct {
 func (op OwnerPlan) changing() bool {
 	for _, oc := range op.Changes {
 		for _, c := range oc.Changes {
-			if c.Action.changing() {
+			if changing(c.Action) {
 				return true
 			}
 		}

@@ -14,23 +14,24 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 func TestSummarize(t *testing.T) {
-	ch := func(a plan.Action, kind, name string, fields ...string) plan.Change {
+	ch := func(a apply.Action, kind, name string, fields ...string) plan.Change {
 		return plan.Change{Action: a, Kind: kind, Namespace: "ns", Name: name, Fields: fields, Reason: string(a) + " " + name}
 	}
 	plans := []plan.OwnerPlan{
-		{Owner: "W ns/unchanged", Changes: []plan.OwnerChanges{{Owner: "W ns/unchanged", Exists: true, Changes: []plan.Change{ch(plan.Unchanged, "ConfigMap", "a")}}}},
+		{Owner: "W ns/unchanged", Changes: []plan.OwnerChanges{{Owner: "W ns/unchanged", Exists: true, Changes: []plan.Change{ch(apply.Skipped, "ConfigMap", "a")}}}},
 		{Owner: "W ns/a", Changes: []plan.OwnerChanges{
-			{Owner: "W ns/a", Exists: true, Changes: []plan.Change{ch(plan.Update, "ConfigMap", "a1", "data.x", "metadata.annotations[kdag.dev/desired-hash]"), ch(plan.Update, "ConfigMap", "a2", "data.x")}},
-			{Owner: "V ns/a-child", Exists: true, Changes: []plan.Change{ch(plan.Recreate, "Job", "a3", "spec.template"), ch(plan.Create, "Service", "a4")}},
+			{Owner: "W ns/a", Exists: true, Changes: []plan.Change{ch(apply.Applied, "ConfigMap", "a1", "data.x", "metadata.annotations[kdag.dev/desired-hash]"), ch(apply.Applied, "ConfigMap", "a2", "data.x")}},
+			{Owner: "V ns/a-child", Exists: true, Changes: []plan.Change{ch(apply.Recreating, "Job", "a3", "spec.template"), ch(apply.Created, "Service", "a4")}},
 		}},
 		{Owner: "W ns/b", Changes: []plan.OwnerChanges{{Owner: "W ns/b", Exists: true, Changes: []plan.Change{
-			ch(plan.Update, "ConfigMap", "b1", "data.x", "data.y"), ch(plan.Refused, "Secret", "b2"),
-			{Action: plan.Update, Kind: "Deployment", Namespace: "ns", Name: "b3", Error: "invalid"},
+			ch(apply.Applied, "ConfigMap", "b1", "data.x", "data.y"), ch(apply.Refused, "Secret", "b2"),
+			{Action: apply.Applied, Kind: "Deployment", Namespace: "ns", Name: "b3", Error: "invalid"},
 		}}}},
 		{Owner: "W ns/failed", Error: "list Secrets: forbidden"},
 	}
@@ -38,8 +39,8 @@ func TestSummarize(t *testing.T) {
 	if s.Owners != 4 || s.Unchanged != 1 || s.Changed != 2 || s.Failed != 2 {
 		t.Errorf("owners %d, unchanged %d, changed %d, failed %d; want 4, 1, 2, 2", s.Owners, s.Unchanged, s.Changed, s.Failed)
 	}
-	wantActions := []plan.ActionCount{{Action: plan.Create, Owners: 1, Objects: 1}, {Action: plan.Update, Owners: 2, Objects: 4},
-		{Action: plan.Recreate, Owners: 1, Objects: 1}, {Action: plan.Refused, Owners: 1, Objects: 1}}
+	wantActions := []plan.ActionCount{{Action: apply.Created, Owners: 1, Objects: 1}, {Action: apply.Applied, Owners: 2, Objects: 4},
+		{Action: apply.Recreating, Owners: 1, Objects: 1}, {Action: apply.Refused, Owners: 1, Objects: 1}}
 	if !slices.Equal(s.Actions, wantActions) {
 		t.Errorf("actions %+v, want %+v", s.Actions, wantActions)
 	}
@@ -48,10 +49,10 @@ func TestSummarize(t *testing.T) {
 	if !slices.Equal(s.Fields, wantFields) {
 		t.Errorf("fields %+v, want %+v (the desired-hash annotation left out)", s.Fields, wantFields)
 	}
-	if want := []plan.FleetObject{{Owner: "W ns/a", Object: "Job ns/a3", Reason: "Recreate a3"}}; !slices.Equal(s.Recreates, want) {
+	if want := []plan.FleetObject{{Owner: "W ns/a", Object: "Job ns/a3", Reason: "recreating a3"}}; !slices.Equal(s.Recreates, want) {
 		t.Errorf("recreates %+v, want %+v", s.Recreates, want)
 	}
-	if want := []plan.FleetObject{{Owner: "W ns/b", Object: "Secret ns/b2", Reason: "Refused b2"}}; !slices.Equal(s.Refused, want) {
+	if want := []plan.FleetObject{{Owner: "W ns/b", Object: "Secret ns/b2", Reason: "refused b2"}}; !slices.Equal(s.Refused, want) {
 		t.Errorf("refused %+v, want %+v", s.Refused, want)
 	}
 	wantErrors := []plan.FleetObject{{Owner: "W ns/b", Object: "Deployment ns/b3", Reason: "invalid"}, {Owner: "W ns/failed", Reason: "list Secrets: forbidden"}}
@@ -75,7 +76,7 @@ func TestSummarize(t *testing.T) {
 		not     []string
 	}{
 		{plan.Text, false, []string{"4 owners planned: 1 unchanged, 2 changed, 2 failed\n", "Update    2       4\n",
-			"ConfigMap data.x         2       3\n", "Recreate (1):\n  W ns/a: Job ns/a3: Recreate a3\n", "Errors (2):\n  W ns/b: Deployment ns/b3: invalid\n  W ns/failed: list Secrets: forbidden\n"},
+			"ConfigMap data.x         2       3\n", "Recreate (1):\n  W ns/a: Job ns/a3: recreating a3\n", "Errors (2):\n  W ns/b: Deployment ns/b3: invalid\n  W ns/failed: list Secrets: forbidden\n"},
 			[]string{"W ns/unchanged", "Update     ConfigMap"}},
 		{plan.Text, true, []string{"W ns/a\n  Update     ConfigMap ns/a1\n", "V ns/a-child\n  Recreate   Job ns/a3\n", "W ns/failed\n  error: list Secrets: forbidden\n"},
 			[]string{"W ns/unchanged"}},

@@ -12,6 +12,7 @@ import (
 	"github.com/pkg/errors"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
 )
 
 // FleetSummary is what a fleet plan found, counted by owner: an owner counts with its child
@@ -42,9 +43,27 @@ type FleetSummary struct {
 
 // ActionCount is how many owners get an action, on how many objects.
 type ActionCount struct {
-	Action  Action `json:"action" yaml:"action"`
+	// Action is written as the plan's word for it (actionWords).
+	Action  apply.Action `json:"action" yaml:"action"`
+	Owners  int          `json:"owners" yaml:"owners"`
+	Objects int          `json:"objects" yaml:"objects"`
+}
+
+// actionCountWire is an ActionCount as the plan writes it.
+type actionCountWire struct {
+	Action  string `json:"action" yaml:"action"`
 	Owners  int    `json:"owners" yaml:"owners"`
 	Objects int    `json:"objects" yaml:"objects"`
+}
+
+// MarshalJSON writes a with its action as the plan's word ("Create"), not apply's ("created").
+func (a ActionCount) MarshalJSON() ([]byte, error) { return json.Marshal(a.wire()) }
+
+// MarshalYAML is MarshalJSON's YAML counterpart.
+func (a ActionCount) MarshalYAML() (any, error) { return a.wire(), nil }
+
+func (a ActionCount) wire() actionCountWire {
+	return actionCountWire{Action: actionWord(a.Action), Owners: a.Owners, Objects: a.Objects}
 }
 
 // FieldCount is how many owners, and objects, get a change of a field of a kind.
@@ -65,13 +84,13 @@ type FleetObject struct {
 }
 
 // fleetActions are the actions a summary counts, in its order.
-var fleetActions = []Action{Create, Update, Recreate, Refused, Prune, Keep}
+var fleetActions = []apply.Action{apply.Created, apply.Applied, apply.Recreating, apply.Refused, apply.Pruned, apply.Orphaned}
 
 // Summarize counts plans (Planner.Fleet's).
 func Summarize(plans []OwnerPlan) FleetSummary {
 	s := FleetSummary{Owners: len(plans)}
 	type fieldKey struct{ kind, field string }
-	actionOwners, actionObjects := map[Action]int{}, map[Action]int{}
+	actionOwners, actionObjects := map[apply.Action]int{}, map[apply.Action]int{}
 	fieldOwners, fieldObjects := map[fieldKey]int{}, map[fieldKey]int{}
 	for _, op := range plans {
 		switch {
@@ -86,7 +105,7 @@ func Summarize(plans []OwnerPlan) FleetSummary {
 		if op.Error != "" {
 			s.Errors = append(s.Errors, FleetObject{Owner: op.Owner, Reason: op.Error})
 		}
-		actions, fields := map[Action]bool{}, map[fieldKey]bool{}
+		actions, fields := map[apply.Action]bool{}, map[fieldKey]bool{}
 		for _, oc := range op.Changes {
 			if oc.Error != "" {
 				s.Errors = append(s.Errors, FleetObject{Owner: op.Owner, Object: oc.Owner, Reason: oc.Error})
@@ -95,15 +114,15 @@ func Summarize(plans []OwnerPlan) FleetSummary {
 				if c.Error != "" {
 					s.Errors = append(s.Errors, FleetObject{Owner: op.Owner, Object: c.title(), Reason: c.Error})
 				}
-				if !c.Action.changing() {
+				if !changing(c.Action) {
 					continue
 				}
 				actions[c.Action] = true
 				actionObjects[c.Action]++
 				switch c.Action {
-				case Recreate:
+				case apply.Recreating:
 					s.Recreates = append(s.Recreates, FleetObject{Owner: op.Owner, Object: c.title(), Reason: c.Reason})
-				case Refused:
+				case apply.Refused:
 					s.Refused = append(s.Refused, FleetObject{Owner: op.Owner, Object: c.title(), Reason: c.Reason})
 				}
 				for _, f := range c.Fields {
@@ -211,7 +230,7 @@ func writeFleetText(b *bytes.Buffer, s FleetSummary) error {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ACTION\tOWNERS\tOBJECTS")
 		for _, a := range s.Actions {
-			fmt.Fprintf(tw, "%s\t%d\t%d\n", a.Action, a.Owners, a.Objects)
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", actionWord(a.Action), a.Owners, a.Objects)
 		}
 		if err := tw.Flush(); err != nil {
 			return errors.WithStack(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -27,7 +28,7 @@ func (hooked) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &batchv1.Job{}}
 }
 
-func (hooked) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (hooked) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	cm := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 	b.Add(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-backup"},
@@ -54,7 +55,7 @@ func TestLive_HookIsNotACreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := apply.Owner{Object: w, Kind: "Widget", Controller: component.Name()}
-	nodes, err := p.Render(owner, env.Scheme, func(controller.NodeID) *unstructured.Unstructured { return nil })
+	nodes, err := p.Render(owner, env.Scheme, func(graph.NodeID) *unstructured.Unstructured { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

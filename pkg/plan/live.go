@@ -25,46 +25,52 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// Action is what applying an owner would do to one object, as the live plan finds it.
-type Action string
+// The live plan says what applying an owner would do to each object with apply.Action, the
+// action the reconcile reports when it does it; its text, YAML and JSON give each action the
+// word of a plan (actionWords):
+//
+//   - Create (apply.Created): the object does not exist; the reconcile creates it.
+//   - Update (apply.Applied): the object is the owner's and the API server's dry run of kdag's
+//     apply changes it (Change.Diff says how).
+//   - Unchanged (apply.Skipped): the dry run changes nothing, or the node is create-only or
+//     finished and holds its labels.
+//   - Recreate (apply.Recreating): the API server refuses the apply because it changes an
+//     immutable field (named in Change.Reason); kdag cannot update the object: it must be
+//     deleted and created again.
+//   - Refused (apply.Refused): an object of that name exists, is not the owner's
+//     (apply.Engine.Owns) and may not be adopted; the reconcile fails on it and never writes it.
+//   - Prune (apply.Pruned): an object that carries the owner's labels and is its own, but that
+//     the graph no longer holds; the reconcile deletes it.
+//   - Keep (apply.Orphaned): like Prune, but kept (kdag.dev/resource-policy: keep, apply.Kept):
+//     orphaned, not deleted.
+var actionWords = map[apply.Action]string{
+	apply.Created: "Create", apply.Applied: "Update", apply.Skipped: "Unchanged", apply.Recreating: "Recreate",
+	apply.Refused: "Refused", apply.Pruned: "Prune", apply.Orphaned: "Keep",
+}
 
-// Actions of the live plan.
-const (
-	// Create: the object does not exist; the reconcile creates it.
-	Create Action = "Create"
-	// Update: the object is the owner's and the API server's dry run of kdag's apply changes it
-	// (Change.Diff says how).
-	Update Action = "Update"
-	// Unchanged: the dry run changes nothing, or the node is create-only or finished and holds
-	// its labels.
-	Unchanged Action = "Unchanged"
-	// Recreate: the API server refuses the apply because it changes an immutable field (named in
-	// Change.Reason); kdag cannot update the object: it must be deleted and created again.
-	Recreate Action = "Recreate"
-	// Refused: an object of that name exists, is not the owner's (apply.Engine.Owns) and may not
-	// be adopted; the reconcile fails on it and never writes it.
-	Refused Action = "Refused"
-	// Prune: an object that carries the owner's labels and is its own, but that the graph no
-	// longer holds; the reconcile deletes it.
-	Prune Action = "Prune"
-	// Keep: like Prune, but kept (kdag.dev/resource-policy: keep, apply.Kept): orphaned, not
-	// deleted.
-	Keep Action = "Keep"
-)
+// actionWord is a's word in a plan (actionWords), or a itself for an action no plan reports.
+func actionWord(a apply.Action) string {
+	if w, ok := actionWords[a]; ok {
+		return w
+	}
+	return string(a)
+}
 
 // changing reports whether the cluster differs from the plan for the object: anything but
-// Unchanged (a Refused object differs too, and the reconcile would fail on it).
-func (a Action) changing() bool { return a != Unchanged }
+// apply.Skipped (a Refused object differs too, and the reconcile would fail on it).
+func changing(a apply.Action) bool { return a != apply.Skipped }
 
 // Change is what applying an owner would do to one object.
 type Change struct {
-	Action    Action `json:"action" yaml:"action"`
-	Kind      string `json:"kind" yaml:"kind"`
-	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Name      string `json:"name" yaml:"name"`
+	// Action is what the reconcile would do; written as the plan's word for it (actionWords).
+	Action    apply.Action `json:"action" yaml:"action"`
+	Kind      string       `json:"kind" yaml:"kind"`
+	Namespace string       `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name      string       `json:"name" yaml:"name"`
 	// Reason says why: an adoption, the immutable field of a Recreate, the AdoptionError of a
 	// Refused, the keep policy of a Keep, a reference the reconcile would wait for.
 	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
@@ -90,6 +96,29 @@ func (c Change) title() string {
 	return c.Kind + " " + c.Namespace + "/" + c.Name
 }
 
+// changeWire is a Change as the plan writes it: the action as the plan's word.
+type changeWire struct {
+	Action    string   `json:"action" yaml:"action"`
+	Kind      string   `json:"kind" yaml:"kind"`
+	Namespace string   `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Name      string   `json:"name" yaml:"name"`
+	Reason    string   `json:"reason,omitempty" yaml:"reason,omitempty"`
+	Fields    []string `json:"fields,omitempty" yaml:"fields,omitempty"`
+	Diff      string   `json:"diff,omitempty" yaml:"diff,omitempty"`
+	Error     string   `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// MarshalJSON writes c with its action as the plan's word ("Create"), not apply's ("created").
+func (c Change) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire()) }
+
+// MarshalYAML is MarshalJSON's YAML counterpart.
+func (c Change) MarshalYAML() (any, error) { return c.wire(), nil }
+
+func (c Change) wire() changeWire {
+	return changeWire{Action: actionWord(c.Action), Kind: c.Kind, Namespace: c.Namespace, Name: c.Name,
+		Reason: c.Reason, Fields: c.Fields, Diff: c.Diff, Error: c.Error}
+}
+
 // OwnerChanges are the changes of one owner's objects.
 //
 // In YAML and JSON the owner comes first, then its changes: each owner's objects are under its
@@ -104,7 +133,7 @@ type OwnerChanges struct {
 	// create that applying the file makes, as a server-side dry run), its message as the server
 	// gave it. Its objects and child owners are then not planned: Changes is empty.
 	Error string `json:"error,omitempty" yaml:"error,omitempty"`
-	// Changes are the graph's nodes in plan order (Builder.Reference nodes, never written, left
+	// Changes are the graph's nodes in plan order (Graph.Reference nodes, never written, left
 	// out), then the objects a reconcile would prune or orphan, sorted.
 	Changes []Change `json:"changes" yaml:"changes"`
 }
@@ -173,7 +202,7 @@ func (p *Planner) ReadOwner(ctx context.Context, r client.Reader, gvk schema.Gro
 
 // Changes plans owners against a cluster: for each owner and each child owner its graph holds (the
 // child on the cluster, its spec replaced by the one the graph applies), each node's object is
-// built as the apply engine would get it (controller.Plan.Render), read from the cluster and
+// built as the apply engine would get it (Plan.Render), read from the cluster and
 // classified, the writes tried as server-side dry runs (client.DryRunAll, the component's field
 // manager, ForceOwnership as the engine applies), at most parallel at once (0: 8). Owners come
 // from ReadOwner or Resolve: one whose UID is the placeholder Decode gives is new. c must be able
@@ -235,7 +264,7 @@ func (p *Planner) ownerChanges(ctx context.Context, c client.Client, owner clien
 	if err != nil {
 		return OwnerChanges{}, nil, errors.Wrap(err, name)
 	}
-	rendered, err := plan.Render(run.owner, p.scheme, func(id controller.NodeID) *unstructured.Unstructured { return live[id] })
+	rendered, err := plan.Render(run.owner, p.scheme, func(id graph.NodeID) *unstructured.Unstructured { return live[id] })
 	if err != nil {
 		return OwnerChanges{}, nil, errors.Wrap(err, name)
 	}
@@ -284,7 +313,7 @@ func (p *Planner) ownerChanges(ctx context.Context, c client.Client, owner clien
 
 // childOwner returns the child owner of node n as the reconcile would leave it: live, when the
 // cluster holds it, with the spec the graph applies; else the graph's object, defaulted.
-func (p *Planner) childOwner(n controller.PlannedNode, live *unstructured.Unstructured) (client.Object, error) {
+func (p *Planner) childOwner(n PlannedNode, live *unstructured.Unstructured) (client.Object, error) {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n.Object)
 	if err != nil {
 		return nil, errors.Wrapf(err, "child %s", n.ID)
@@ -299,9 +328,9 @@ func (p *Planner) childOwner(n controller.PlannedNode, live *unstructured.Unstru
 
 // read returns the objects of nodes the cluster holds (absent ones are missing from the map),
 // read concurrently.
-func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map[controller.NodeID]*unstructured.Unstructured, error) {
+func (r *liveRun) read(ctx context.Context, nodes []PlannedNode) (map[graph.NodeID]*unstructured.Unstructured, error) {
 	var mu sync.Mutex
-	live := map[controller.NodeID]*unstructured.Unstructured{}
+	live := map[graph.NodeID]*unstructured.Unstructured{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.parallel)
 	for _, n := range nodes {
@@ -324,7 +353,7 @@ func (r *liveRun) read(ctx context.Context, nodes []controller.PlannedNode) (map
 }
 
 // change classifies one node whose object the cluster holds as live (nil: absent).
-func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *unstructured.Unstructured) (*Change, error) {
+func (r *liveRun) change(ctx context.Context, n RenderedNode, live *unstructured.Unstructured) (*Change, error) {
 	ch := &Change{Kind: n.ID.Kind, Namespace: n.ID.Namespace, Name: n.ID.Name, Reason: n.Waiting}
 	if n.Waiting != "" {
 		ch.Reason = "the reconcile waits: " + n.Waiting
@@ -332,17 +361,17 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	policy := apply.Policy{CreateOnly: n.CreateOnly, Adopt: n.Adopt}
 	if n.BeforeDelete > 0 {
 		// A hook: only the owner's teardown creates it, and nothing ever updates it.
-		ch.Action = Unchanged
+		ch.Action = apply.Skipped
 		ch.Reason = join(ch.Reason, "BeforeDelete hook: runs only when the owner is deleted")
 		return ch, nil
 	}
 	if live == nil {
 		if n.Finished {
-			ch.Action = Unchanged
+			ch.Action = apply.Skipped
 			ch.Reason = join(ch.Reason, "finished: not created again")
 			return ch, nil
 		}
-		ch.Action = Create
+		ch.Action = apply.Created
 		desired := n.Desired.DeepCopy()
 		desired.SetResourceVersion("1") // as apply.Engine.CreateIfAbsent: only if absent
 		return ch, r.dryRun(ch, n.Recreate, n.Desired, nil, func() error { return r.apply(ctx, desired) })
@@ -350,7 +379,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 	adopt, err := r.engine.Admits(r.owner, n.Desired, live, policy)
 	var refused *apply.AdoptionError
 	if errors.As(err, &refused) {
-		ch.Action, ch.Reason = Refused, join(refused.Error(), ch.Reason)
+		ch.Action, ch.Reason = apply.Refused, join(refused.Error(), ch.Reason)
 		return ch, nil
 	}
 	if adopt {
@@ -361,7 +390,7 @@ func (r *liveRun) change(ctx context.Context, n controller.RenderedNode, live *u
 		return ch, r.diff(ch, n.Desired, live, n.Recreate, func() (*unstructured.Unstructured, error) { return r.takeOwnership(ctx, n.Desired, live) })
 	}
 	if n.CreateOnly {
-		ch.Action = Unchanged
+		ch.Action = apply.Skipped
 		return ch, nil
 	}
 	desired := n.Desired.DeepCopy()
@@ -387,9 +416,9 @@ func (r *liveRun) diff(ch *Change, desired, live *unstructured.Unstructured, rec
 	if err != nil {
 		return errors.Wrapf(err, "diff %s", ch.title())
 	}
-	ch.Action, ch.Diff = Update, d
+	ch.Action, ch.Diff = apply.Applied, d
 	if d == "" {
-		ch.Action = Unchanged
+		ch.Action = apply.Skipped
 		return nil
 	}
 	ch.Fields = changedFields(comparable(live), comparable(after))
@@ -411,7 +440,7 @@ func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, desire
 		return nil
 	}
 	if fields := apply.ChangedImmutableFields(err, desired, live); len(fields) > 0 {
-		ch.Action, ch.Fields = Recreate, fields
+		ch.Action, ch.Fields = apply.Recreating, fields
 		what := strings.Join(fields, ", ") + " is immutable: "
 		if len(fields) > 1 {
 			what = strings.Join(fields, ", ") + " are immutable: "
@@ -426,12 +455,12 @@ func (r *liveRun) dryRun(ch *Change, recreate metav1.DeletionPropagation, desire
 	}
 	if apply.IsInvalid(err) || apply.VolumeExpansionForbidden(err) {
 		if ch.Action == "" {
-			ch.Action = Update
+			ch.Action = apply.Applied
 		}
 		ch.Error = err.Error()
 		return nil
 	}
-	if ch.Action == Create && apierrors.IsNotFound(err) {
+	if ch.Action == apply.Created && apierrors.IsNotFound(err) {
 		ch.Reason = join("its namespace does not exist yet", ch.Reason)
 		return nil
 	}
@@ -456,8 +485,8 @@ func (r *liveRun) takeOwnership(ctx context.Context, desired, live *unstructured
 // prune finds, as the reconcile's prune does, the objects of the component's owned types that
 // carry the owner's UID label, are the owner's (apply.Engine.Owns), are not being deleted and
 // are not in the plan: Keep when kept (apply.Kept), Prune otherwise, sorted.
-func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp controller.Component, plan *controller.Plan) ([]Change, error) {
-	inGraph := map[controller.NodeID]bool{}
+func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp controller.Component, plan *Plan) ([]Change, error) {
+	inGraph := map[graph.NodeID]bool{}
 	for _, n := range plan.Nodes {
 		inGraph[n.ID] = true
 	}
@@ -479,13 +508,13 @@ func (r *liveRun) prune(ctx context.Context, scheme *runtime.Scheme, comp contro
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			id := controller.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			id := graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 			if inGraph[id] || obj.GetDeletionTimestamp() != nil || !r.engine.Owns(r.owner, obj) {
 				continue
 			}
-			ch := Change{Action: Prune, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Reason: "no longer in the graph: deleted"}
+			ch := Change{Action: apply.Pruned, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Reason: "no longer in the graph: deleted"}
 			if apply.Kept(obj) {
-				ch.Action, ch.Reason = Keep, "no longer in the graph, kept ("+kdagv1alpha1.AnnotationResourcePolicy+": "+
+				ch.Action, ch.Reason = apply.Orphaned, "no longer in the graph, kept ("+kdagv1alpha1.AnnotationResourcePolicy+": "+
 					kdagv1alpha1.ResourcePolicyKeep+"): orphaned, not deleted"
 			}
 			out = append(out, ch)
@@ -552,11 +581,11 @@ func WriteChanges(w io.Writer, changes []OwnerChanges, format Format) error {
 			}
 			b.WriteString("\n")
 			if oc.Error != "" {
-				fmt.Fprintf(&b, "  %-9s  %s\n      error: %s\n      %s\n", Refused, oc.Owner, oc.Error,
+				fmt.Fprintf(&b, "  %-9s  %s\n      error: %s\n      %s\n", actionWord(apply.Refused), oc.Owner, oc.Error,
 					"the API server refuses the owner's spec: its objects are not planned; fix the spec and plan again")
 			}
 			for _, c := range oc.Changes {
-				fmt.Fprintf(&b, "  %-9s  %s\n", c.Action, c.title())
+				fmt.Fprintf(&b, "  %-9s  %s\n", actionWord(c.Action), c.title())
 				if c.Reason != "" {
 					fmt.Fprintf(&b, "      %s\n", c.Reason)
 				}
@@ -618,7 +647,7 @@ func Status(changes []OwnerChanges) error {
 			if c.Error != "" {
 				refused = append(refused, c.title())
 			}
-			changed = changed || c.Action.changing()
+			changed = changed || changing(c.Action)
 		}
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -59,8 +60,8 @@ func TestLive_OwnerRefused(t *testing.T) {
 // name and before the next owner's, so that no owner's objects read as another's.
 func TestWriteChanges_OwnerBeforeItsObjects(t *testing.T) {
 	changes := []plan.OwnerChanges{
-		{Owner: "Valkey ns/demo-valkey", Exists: true, Changes: []plan.Change{{Action: plan.Unchanged, Kind: "Deployment", Namespace: "ns", Name: "demo-valkey"}}},
-		{Owner: "GiteaServer ns/demo", Exists: true, Changes: []plan.Change{{Action: plan.Create, Kind: "Service", Namespace: "ns", Name: "demo-http"}}},
+		{Owner: "Valkey ns/demo-valkey", Exists: true, Changes: []plan.Change{{Action: apply.Skipped, Kind: "Deployment", Namespace: "ns", Name: "demo-valkey"}}},
+		{Owner: "GiteaServer ns/demo", Exists: true, Changes: []plan.Change{{Action: apply.Created, Kind: "Service", Namespace: "ns", Name: "demo-http"}}},
 	}
 	for _, format := range []plan.Format{plan.Text, plan.YAML, plan.JSON} {
 		t.Run(string(format), func(t *testing.T) {

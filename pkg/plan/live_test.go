@@ -27,6 +27,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/apply"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -47,7 +48,7 @@ func (shop) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &batchv1.Job{}}
 }
 
-func (shop) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (shop) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"greeting": w.Spec.Data["greeting"]}})
 	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-token"}, StringData: map[string]string{"token": w.Spec.Data["token"]}})
 	var jobOpts []controller.NodeOption
@@ -99,7 +100,7 @@ func with(kv ...string) map[string]string {
 }
 
 // applied creates the Widget shop in ns with spec and applies its graph as a reconcile does
-// (the apply engine, each node's desired object from controller.Plan.Render). It returns the
+// (the apply engine, each node's desired object from plan.Plan.Render). It returns the
 // Widget.
 func applied(t *testing.T, env *envtest.Environment, ns string, spec testapi.WidgetSpec) *testapi.Widget {
 	t.Helper()
@@ -113,7 +114,7 @@ func applied(t *testing.T, env *envtest.Environment, ns string, spec testapi.Wid
 		t.Fatal(err)
 	}
 	owner := apply.Owner{Object: w, Kind: "Widget", Controller: shopComponent.Name()}
-	nodes, err := p.Render(owner, env.Scheme, func(controller.NodeID) *unstructured.Unstructured { return nil })
+	nodes, err := p.Render(owner, env.Scheme, func(graph.NodeID) *unstructured.Unstructured { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,9 +358,9 @@ func TestRun_LiveFlagErrors(t *testing.T) {
 
 func TestWriteChanges(t *testing.T) {
 	changes := []plan.OwnerChanges{{Owner: "Widget ns/shop", Exists: true, Changes: []plan.Change{
-		{Action: plan.Update, Kind: "ConfigMap", Namespace: "ns", Name: "a", Diff: "--- live\n+++ planned\n@@ -1 +1 @@\n-x\n+y\n"},
-		{Action: plan.Recreate, Kind: "Job", Namespace: "ns", Name: "b", Reason: "spec.template is immutable"},
-		{Action: plan.Create, Kind: "Namespace", Name: "c", Error: "invalid"},
+		{Action: apply.Applied, Kind: "ConfigMap", Namespace: "ns", Name: "a", Diff: "--- live\n+++ planned\n@@ -1 +1 @@\n-x\n+y\n"},
+		{Action: apply.Recreating, Kind: "Job", Namespace: "ns", Name: "b", Reason: "spec.template is immutable"},
+		{Action: apply.Created, Kind: "Namespace", Name: "c", Error: "invalid"},
 	}}}
 	for _, tc := range []struct {
 		format plan.Format
@@ -393,11 +394,11 @@ func TestStatusAndExitCode(t *testing.T) {
 		want    int
 	}{
 		{"nothing", nil, 0},
-		{"unchanged only", of(plan.Change{Action: plan.Unchanged}, plan.Change{Action: plan.Unchanged}), 0},
-		{"a refused object differs", of(plan.Change{Action: plan.Unchanged}, plan.Change{Action: plan.Refused}), 1},
-		{"a create", of(plan.Change{Action: plan.Unchanged}, plan.Change{Action: plan.Create}), 1},
-		{"a keep", of(plan.Change{Action: plan.Keep}), 1},
-		{"an object the API server refuses", of(plan.Change{Action: plan.Update, Kind: "ConfigMap", Name: "a", Error: "invalid"}), 2},
+		{"unchanged only", of(plan.Change{Action: apply.Skipped}, plan.Change{Action: apply.Skipped}), 0},
+		{"a refused object differs", of(plan.Change{Action: apply.Skipped}, plan.Change{Action: apply.Refused}), 1},
+		{"a create", of(plan.Change{Action: apply.Skipped}, plan.Change{Action: apply.Created}), 1},
+		{"a keep", of(plan.Change{Action: apply.Orphaned}), 1},
+		{"an object the API server refuses", of(plan.Change{Action: apply.Applied, Kind: "ConfigMap", Name: "a", Error: "invalid"}), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := plan.ExitCode(plan.Status(tc.changes)); got != tc.want {

@@ -27,14 +27,14 @@ type Format string
 
 const (
 	// Text is one line per owner, then one indented line per node with its blockers and options
-	// (controller.PlannedNode.String), then a blank line.
+	// (PlannedNode.String), then a blank line.
 	Text Format = "text"
 	// Mermaid is a "%% Kind namespace/name" comment, then a Mermaid flowchart, per owner.
 	Mermaid Format = "mermaid"
 	// DOT is a "// Kind namespace/name" comment, then a Graphviz digraph, per owner.
 	DOT Format = "dot"
 	// YAML is a "# Kind namespace/name" comment, then the owner's objects as multi-document
-	// YAML with Secret values redacted (controller.Plan.WriteText).
+	// YAML with Secret values redacted (Plan.WriteText).
 	YAML Format = "yaml"
 )
 
@@ -166,7 +166,7 @@ func (p *Planner) Decode(r io.Reader, namespace string) ([]client.Object, error)
 // reconciles, defaulted as Decode does), breadth first, calling visit with each owner and its
 // plan. It returns the first error of a plan (wrapped with the owner's "Kind namespace/name"),
 // of a child's conversion, or of visit.
-func (p *Planner) Walk(ctx context.Context, owners []client.Object, visit func(owner client.Object, plan *controller.Plan) error) error {
+func (p *Planner) Walk(ctx context.Context, owners []client.Object, visit func(owner client.Object, plan *Plan) error) error {
 	queue := slices.Clone(owners)
 	for len(queue) > 0 {
 		owner := queue[0]
@@ -201,7 +201,7 @@ func (p *Planner) Write(ctx context.Context, w io.Writer, owners []client.Object
 	if err := format.validate(); err != nil {
 		return err
 	}
-	return p.Walk(ctx, owners, func(owner client.Object, plan *controller.Plan) error {
+	return p.Walk(ctx, owners, func(owner client.Object, plan *Plan) error {
 		gvk, err := apiutil.GVKForObject(owner, p.scheme)
 		if err != nil {
 			return errors.WithStack(err)
@@ -211,7 +211,7 @@ func (p *Planner) Write(ctx context.Context, w io.Writer, owners []client.Object
 }
 
 // writePlan writes one owner's plan, titled, in format.
-func writePlan(w io.Writer, title string, plan *controller.Plan, format Format) error {
+func writePlan(w io.Writer, title string, plan *Plan, format Format) error {
 	var b bytes.Buffer
 	var err error
 	switch format {
@@ -249,7 +249,7 @@ func (f Format) validate() error {
 }
 
 // children returns the nodes of plan that are owners of a component's kind, defaulted and typed.
-func (p *Planner) children(plan *controller.Plan) ([]client.Object, error) {
+func (p *Planner) children(plan *Plan) ([]client.Object, error) {
 	var children []client.Object
 	for _, n := range plan.Nodes {
 		if !p.reconciled(schema.GroupKind{Group: n.ID.Group, Kind: n.ID.Kind}) {

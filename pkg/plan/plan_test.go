@@ -29,7 +29,7 @@ func (widgets) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}}
 }
 
-func (widgets) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (widgets) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	cm := b.Add(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 		Data: map[string]string{
@@ -188,7 +188,7 @@ func decodeFile(t *testing.T, p *plan.Planner) []client.Object {
 func TestWalk_VisitsChildrenAfterTheirOwner(t *testing.T) {
 	p := newPlanner(t)
 	var visited []string
-	err := p.Walk(t.Context(), decodeFile(t, p), func(owner client.Object, pl *controller.Plan) error {
+	err := p.Walk(t.Context(), decodeFile(t, p), func(owner client.Object, pl *plan.Plan) error {
 		visited = append(visited, owner.GetName()+":"+strconv.Itoa(len(pl.Nodes)))
 		if owner.GetUID() == "" {
 			t.Errorf("%s has no UID: its objects' owner references would be empty", owner.GetName())
@@ -205,11 +205,11 @@ func TestWalk_VisitsChildrenAfterTheirOwner(t *testing.T) {
 
 func TestWalk_Errors(t *testing.T) {
 	p := newPlanner(t)
-	stop := func(client.Object, *controller.Plan) error { return context.Canceled }
+	stop := func(client.Object, *plan.Plan) error { return context.Canceled }
 	if err := p.Walk(t.Context(), decodeFile(t, p), stop); !errors.Is(err, context.Canceled) {
 		t.Errorf("Walk = %v, want visit's error as it is", err)
 	}
-	none := func(client.Object, *controller.Plan) error { return nil }
+	none := func(client.Object, *plan.Plan) error { return nil }
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}
 	if err := p.Walk(t.Context(), []client.Object{cm}, none); err == nil || !strings.Contains(err.Error(), "no component reconciles ConfigMap") {
 		t.Errorf("Walk(ConfigMap) = %v, want no component", err)

@@ -1,6 +1,6 @@
 // Package render draws a dependency graph as Graphviz DOT or as a Mermaid flowchart. It is the
 // one drawing of kdag: pkg/graph's WriteDOT and WriteMermaid, the offline plan (pkg/plan,
-// controller.Plan) and `kubectl kdag` all fill a Graph and call WriteDOT or WriteMermaid, so the
+// plan.Plan) and `kubectl kdag` all fill a Graph and call WriteDOT or WriteMermaid, so the
 // three look alike and escape labels the same way.
 //
 // A Graph lists its nodes in drawing order; node i is named n<i>, and its Blockers are indices

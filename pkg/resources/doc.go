@@ -42,5 +42,14 @@
 //
 // Ready applies kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status): Current is ready, InProgress
 // is "wait", Failed lets the caller fail the node. The one deviation: a Job is ready only when it
-// completed.
+// completed. A ReadyFunc replaces that rule for a node or a kind; CustomResourceReady is the one
+// for custom resources whose controller writes kstatus conditions (kdag owners among them): it
+// waits with a NotReadyError carrying the child's Ready message, and fails with a terminal
+// StalledError when the child is Stalled.
+//
+// # References
+//
+// AppendReferences lists the objects a typed object names (a pod template's ConfigMaps,
+// Secrets, claims and ServiceAccount, a binding's Role, an Ingress's Services and TLS Secrets),
+// as graph.NodeIDs: the edges kdag's Graph infers between nodes.
 package resources

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // HashLength is the number of hex characters of every hash this package returns: the first 128
@@ -197,6 +198,12 @@ func hashJSON(v any) (string, error) {
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:HashLength]
+}
+
+// HasDataKeys reports whether objects of gvk hold data keys (a core Secret or ConfigMap): the
+// kinds SelectKeys accepts and a Reference node's RequireKeys applies to.
+func HasDataKeys(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap")
 }
 
 // SelectKeys returns a copy of the Secret or ConfigMap u whose data, stringData and binaryData

@@ -44,7 +44,7 @@ const retryAfter = time.Second
 //   - an owner of a shard whose Lease expired is relabelled to its member (after a read of the
 //     Lease from the API server confirms the expiry);
 //   - an owner of a live shard that is not its member gets kdag.dev/shard-next naming its
-//     member, and its current replica hands it over (controller.Controller's Reconcile);
+//     member, and its current replica hands it over (pkg/controller's Reconcile);
 //   - an owner being deleted is left to its replica while that replica lives (it tears the owner
 //     down; no hand-over is asked), and relabelled as above when its shard has no live Lease (or
 //     it has no shard), so that a live replica runs its teardown;

@@ -19,7 +19,7 @@ type widgets struct{}
 
 func (widgets) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (widgets) AddResources(_ context.Context, _ *testapi.Widget, _ *controller.Builder) error {
+func (widgets) AddResources(_ context.Context, _ *testapi.Widget, _ *controller.Graph) error {
 	return nil
 }
 

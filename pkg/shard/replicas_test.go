@@ -156,7 +156,7 @@ type widgetRM struct {
 
 func (widgetRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (rm widgetRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (rm widgetRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	rm.act.touch(rm.replica, w.Name)
 	rm.act.wait(w.Name)
 	time.Sleep(20 * time.Millisecond)

@@ -32,7 +32,7 @@ type passwordRM struct {
 
 func (passwordRM) OwnedTypes() []client.Object { return []client.Object{&corev1.Secret{}} }
 
-func (rm passwordRM) AddResources(ctx context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (rm passwordRM) AddResources(ctx context.Context, w *testapi.Widget, b *controller.Graph) error {
 	password := []byte(rand.Text())
 	live := &corev1.Secret{}
 	err := rm.cl.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name + "-" + rm.from}, live)
@@ -60,7 +60,7 @@ type memoRM struct {
 
 func (*memoRM) OwnedTypes() []client.Object { return []client.Object{&corev1.Secret{}} }
 
-func (rm *memoRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (rm *memoRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	if rm.passwords[string(w.UID)] == nil {

@@ -69,7 +69,7 @@ func (rolloutRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}}
 }
 
-func (rolloutRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (rolloutRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	labels := map[string]string{"app": w.Name}
 	config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 	deploy := b.Add(&appsv1.Deployment{

@@ -40,8 +40,11 @@ func TestScript(t *testing.T) {
 		want:     []func(error) bool{func(err error) bool { return apierrors.IsInvalid(err) && err.Error() == st.Message }, isNil},
 		wantHits: 1,
 	}, {
-		name:     "another method or path is not failed",
-		script:   func(s *faults.Script, _ func()) { s.FailNext(http.MethodDelete, path, 1); s.FailNext(http.MethodGet, path+"x", 1) },
+		name: "another method or path is not failed",
+		script: func(s *faults.Script, _ func()) {
+			s.FailNext(http.MethodDelete, path, 1)
+			s.FailNext(http.MethodGet, path+"x", 1)
+		},
 		want:     []func(error) bool{isNil},
 		wantHits: 1,
 	}, {

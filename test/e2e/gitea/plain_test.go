@@ -34,6 +34,7 @@ import (
 	"github.com/kdag-dev/kdag/controllers/valkey"
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 )
@@ -42,7 +43,7 @@ import (
 // controller-runtime way, without kdag's engine. There is one per owner kind (Gitea, PostgreSQL,
 // Valkey, GiteaServer), registered with builder.ControllerManagedBy(mgr).For(kind).Owns(...) and
 // one reconcile at a time (setupPlain). A reconcile takes the owner's objects from the
-// component's own AddResources (controller.NewPlan, which pkg/plan uses too: the same objects and
+// component's own AddResources (plan.NewPlan, which pkg/plan uses too: the same objects and
 // the same order as kdag's graph) and walks them in that topological order, one at a time:
 //
 //   - an owned object gets controllerutil.CreateOrUpdate: Get from the cache, then Create, or
@@ -56,7 +57,7 @@ import (
 //     object reconciles the owner again (a referenced object, which the owner does not own, is
 //     looked at again after plainRequeue). Ready is kstatus (resources.Ready, Jobs complete), and
 //     for a child owner of this operator its Ready condition for its generation
-//     (controller.ConditionReady), as the Gitea component's ReadyWhen says.
+//     (resources.CustomResourceReady), as the Gitea component's ReadyWhen says.
 //
 // A create that races the cache (the object exists, the cache has not seen it yet) fails with
 // AlreadyExists, and a status update from a stale owner with a conflict: both are retried with
@@ -129,7 +130,7 @@ func (r *plainReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 	}
-	plan, err := controller.NewPlan(ctx, r.rm, owner, r.scheme, nil)
+	plan, err := plan.NewPlan(ctx, r.rm, owner, r.scheme, nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -151,7 +152,7 @@ func (r *plainReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 
 // step creates or updates the object of node n (reads it, for a reference) and reports whether
 // it is ready.
-func (r *plainReconciler[T]) step(ctx context.Context, owner T, n controller.PlannedNode) (bool, error) {
+func (r *plainReconciler[T]) step(ctx context.Context, owner T, n plan.PlannedNode) (bool, error) {
 	o, err := r.scheme.New(n.GVK)
 	if err != nil {
 		return false, err
@@ -189,8 +190,8 @@ func (r *plainReconciler[T]) step(ctx context.Context, owner T, n controller.Pla
 // kstatus'.
 func (r *plainReconciler[T]) ready(live client.Object, gvk schema.GroupVersionKind) (bool, error) {
 	if gvk.Group == giteav1alpha1.GroupVersion.Group {
-		ok, err := controller.ConditionReady(live)
-		var notReady *controller.NotReadyError
+		ok, err := resources.CustomResourceReady(live)
+		var notReady *resources.NotReadyError
 		if errors.As(err, &notReady) {
 			return false, nil
 		}

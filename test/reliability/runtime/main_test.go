@@ -109,7 +109,7 @@ func (appRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}}
 }
 
-func (rm appRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Builder) error {
+func (rm appRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	if rm.onBuild != nil {
 		rm.onBuild(w)
 	}

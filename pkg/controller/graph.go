@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/resources"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,35 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// NodeID identifies a node of an owner's graph: the object's group, kind, namespace and name.
-// It is comparable and stable across reconciles (the version is left out: it names the same
-// object).
-type NodeID struct {
-	Group, Kind, Namespace, Name string
-}
-
-// String returns "Kind namespace/name", or "Kind name" for cluster-scoped objects.
-func (id NodeID) String() string {
-	if id.Namespace == "" {
-		return id.Kind + " " + id.Name
-	}
-	return id.Kind + " " + id.Namespace + "/" + id.Name
-}
-
-// ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
-// node. live has the type that was added. An error fails the node.
-type ReadyFunc func(live client.Object) (bool, error)
-
-// Node is the handle Builder.Add returns, to name the node as a blocker of others.
+// Node is the handle Graph.Add returns, to name the node as a blocker of others.
 type Node struct {
-	id    NodeID
+	id    graph.NodeID
 	index int // position in the builder; -1 for a node whose Add failed
 }
 
 // ID returns the node's identifier.
-func (n Node) ID() NodeID { return n.id }
+func (n Node) ID() graph.NodeID { return n.id }
 
-// NodeOption configures a node in Builder.Add or Builder.Reference: DependsOn, After,
+// NodeOption configures a node in Graph.Add or Graph.Reference: DependsOn, After,
 // CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen,
 // NoInferredDependencies, OnDrift, IgnoreFields, BeforeDelete.
 type NodeOption interface {
@@ -60,8 +43,8 @@ func (f nodeOptionFunc) applyToNode(s *nodeSpec) { f(s) }
 
 // DependsOn makes the node wait until every given node is applied and ready, their content
 // feeding its dependencies hash. The given nodes must come from earlier Add calls of the same
-// Builder, which keeps the graph acyclic. A reference the node's object holds (a pod template
-// mounting a ConfigMap of the graph) needs none: the Builder infers it (see
+// Graph, which keeps the graph acyclic. A reference the node's object holds (a pod template
+// mounting a ConfigMap of the graph) needs none: the Graph infers it (see
 // NoInferredDependencies); a declared DependsOn or After for the same node wins.
 func DependsOn(blockers ...Node) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) })
@@ -105,7 +88,7 @@ func CreateOnly() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.creat
 // object is never written and the node fails with an adoption conflict.
 func Adopt() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.adopt = true }) }
 
-// RequireKeys names the keys that the dependents of a Builder.Reference to a Secret or a
+// RequireKeys names the keys that the dependents of a Graph.Reference to a Secret or a
 // ConfigMap read. Until the object holds every one of them (in data, binaryData or stringData)
 // the node waits, and the owner's status names the object and the missing keys; and only these
 // keys feed the dependents' dependencies hash, so a change of another key rolls no pod. Without
@@ -182,13 +165,13 @@ func IgnoreFields(paths ...string) NodeOption {
 }
 
 // ReadyWhen replaces the kstatus readiness rule for the node.
-func ReadyWhen(fn ReadyFunc) NodeOption {
+func ReadyWhen(fn resources.ReadyFunc) NodeOption {
 	return nodeOptionFunc(func(s *nodeSpec) { s.readyWhen = fn })
 }
 
 // nodeSpec is one node as AddResources declared it.
 type nodeSpec struct {
-	id         NodeID
+	id         graph.NodeID
 	gvk        schema.GroupVersionKind
 	obj        client.Object
 	blockers   []Node
@@ -198,47 +181,47 @@ type nodeSpec struct {
 	createOnly bool
 	adopt      bool
 	keep       bool // Keep: orphaned, never deleted
-	reference  bool // Builder.Reference: never written, ready once it exists
+	reference  bool // Graph.Reference: never written, ready once it exists
 	noInfer    bool // NoInferredDependencies: no edge inferred from its references
 	// inferred: how many of the last blockers were inferred from references, not declared.
 	inferred int
 	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
 	// sorted and without duplicates.
 	requireKeys []string
-	readyWhen   ReadyFunc
+	readyWhen   resources.ReadyFunc
 	// recreate: the deletion propagation of Recreate, nil without it.
 	recreate *metav1.DeletionPropagation
 	// drift: OnDrift, "" for the default (repair); the owner's kdag.dev/drift wins.
 	drift apply.DriftPolicy
-	// ignorePaths: IgnoreFields as given; ignore: parsed by the Builder.
+	// ignorePaths: IgnoreFields as given; ignore: parsed by the Graph.
 	ignorePaths []string
 	ignore      []apply.FieldPath
 	// beforeDelete: the timeout of BeforeDelete, nil without it (hook.go).
 	beforeDelete *time.Duration
 }
 
-// Builder records the nodes of one owner's graph during AddResources. It is not safe for
+// Graph records the nodes of one owner's graph during AddResources. It is not safe for
 // concurrent use. Mistakes (an object without a name, a type not in the scheme, the same object
 // twice, an unknown blocker) do not panic: Add returns an invalid Node and the reconcile fails
 // with every mistake listed, marking the owner Stalled.
-type Builder struct {
+type Graph struct {
 	owner  client.Object
 	scheme *runtime.Scheme
 	mapper meta.RESTMapper
 	owned  map[schema.GroupKind]bool
 
 	nodes []*nodeSpec
-	index map[NodeID]int
+	index map[graph.NodeID]int
 	errs  []error
 }
 
-func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper, owned map[schema.GroupKind]bool) *Builder {
-	return &Builder{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[NodeID]int{}}
+func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper, owned map[schema.GroupKind]bool) *Graph {
+	return &Graph{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[graph.NodeID]int{}}
 }
 
-// Add adds obj as a node. obj is the desired state; the Builder keeps it and the Controller
+// Add adds obj as a node. obj is the desired state; the Graph keeps it and the reconciler
 // applies a mutated copy. An empty namespace of a namespaced object becomes the owner's.
-func (b *Builder) Add(obj client.Object, opts ...NodeOption) Node {
+func (b *Graph) Add(obj client.Object, opts ...NodeOption) Node {
 	return b.add("Add", obj, false, opts)
 }
 
@@ -259,11 +242,11 @@ func (b *Builder) Add(obj client.Object, opts ...NodeOption) Node {
 // kdag last read it, and only its hash is kept.
 //
 // Referencing the same object again returns the same node, requiring the keys of both calls.
-func (b *Builder) Reference(obj client.Object, opts ...NodeOption) Node {
+func (b *Graph) Reference(obj client.Object, opts ...NodeOption) Node {
 	return b.add("Reference", obj, true, opts)
 }
 
-func (b *Builder) add(verb string, obj client.Object, reference bool, opts []NodeOption) Node {
+func (b *Graph) add(verb string, obj client.Object, reference bool, opts []NodeOption) Node {
 	if obj == nil || isNilPointer(obj) {
 		return b.fail(errors.Errorf("%s: nil object", verb))
 	}
@@ -282,7 +265,7 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 		return b.fail(err)
 	}
 	s := &nodeSpec{
-		id:        NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		id:        graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		gvk:       gvk,
 		obj:       obj,
 		reference: reference,
@@ -304,7 +287,7 @@ func (b *Builder) add(verb string, obj client.Object, reference bool, opts []Nod
 	}
 	for _, blocker := range s.blockers {
 		if blocker.index < 0 || blocker.index >= len(b.nodes) || b.nodes[blocker.index].id != blocker.id {
-			return b.fail(errors.Errorf("%s %s: blocker %q is unknown (its Add failed, or it comes from another Builder)", verb, s.id, blocker.id))
+			return b.fail(errors.Errorf("%s %s: blocker %q is unknown (its Add failed, or it comes from another Graph)", verb, s.id, blocker.id))
 		}
 		if err := checkHookBlocker(verb, s, b.nodes[blocker.index]); err != nil {
 			return b.fail(err)
@@ -366,7 +349,7 @@ func checkOptions(verb string, s *nodeSpec) error {
 		s.drift != "" || len(s.ignorePaths) > 0 || s.recreate != nil || s.beforeDelete != nil {
 		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
 	}
-	if len(s.requireKeys) > 0 && !hasKeys(s.gvk) {
+	if len(s.requireKeys) > 0 && !resources.HasDataKeys(s.gvk) {
 		return errors.Errorf("%s %s: RequireKeys applies to a Secret or a ConfigMap only", verb, s.id)
 	}
 	return nil
@@ -378,7 +361,7 @@ func validPropagation(p metav1.DeletionPropagation) bool {
 }
 
 // defaultNamespace gives a namespaced object without a namespace the owner's.
-func (b *Builder) defaultNamespace(obj client.Object, gvk schema.GroupVersionKind) error {
+func (b *Graph) defaultNamespace(obj client.Object, gvk schema.GroupVersionKind) error {
 	if obj.GetNamespace() != "" {
 		return nil
 	}
@@ -396,13 +379,13 @@ func (b *Builder) defaultNamespace(obj client.Object, gvk schema.GroupVersionKin
 	return nil
 }
 
-// buildGraph builds owner's graph: it calls m's AddResources with a new Builder and returns the
-// Builder, the error AddResources returned (wrapped: a reconcile.TerminalError stays one), or a
-// *BuildError listing the mistakes AddResources made through the Builder. It is the one place a
+// buildGraph builds owner's graph: it calls m's AddResources with a new Graph and returns the
+// Graph, the error AddResources returned (wrapped: a reconcile.TerminalError stays one), or a
+// *GraphError listing the mistakes AddResources made through the Graph. It is the one place a
 // graph is built, for reconcile, teardown and plan, so each infers the same edges from the
 // nodes' references (inferDependencies). owned nil leaves out the owned-type check.
 func buildGraph(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper,
-	owned map[schema.GroupKind]bool) (*Builder, error) {
+	owned map[schema.GroupKind]bool) (*Graph, error) {
 	b := newBuilder(owner, scheme, mapper, owned)
 	if err := m.addResources(ctx, owner, b); err != nil {
 		return nil, errors.Wrap(err, "AddResources")
@@ -421,26 +404,26 @@ func isNilPointer(obj client.Object) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-func (b *Builder) fail(err error) Node {
+func (b *Graph) fail(err error) Node {
 	b.errs = append(b.errs, err)
 	return Node{index: -1}
 }
 
 // err returns every mistake made during AddResources, or nil.
-func (b *Builder) err() error {
+func (b *Graph) err() error {
 	if len(b.errs) == 0 {
 		return nil
 	}
-	return &BuildError{Errs: b.errs}
+	return &GraphError{Errs: b.errs}
 }
 
-// BuildError lists the mistakes AddResources made through the Builder. It is terminal: the
+// GraphError lists the mistakes AddResources made through the Graph. It is terminal: the
 // owner is Stalled until it (or the operator) changes.
-type BuildError struct {
+type GraphError struct {
 	Errs []error
 }
 
-func (e *BuildError) Error() string {
+func (e *GraphError) Error() string {
 	msg := fmt.Sprintf("graph has %d error(s):", len(e.Errs))
 	for _, err := range e.Errs {
 		msg += " " + err.Error() + ";"
@@ -449,4 +432,4 @@ func (e *BuildError) Error() string {
 }
 
 // Unwrap returns the individual mistakes.
-func (e *BuildError) Unwrap() []error { return e.Errs }
+func (e *GraphError) Unwrap() []error { return e.Errs }

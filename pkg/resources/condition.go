@@ -1,4 +1,4 @@
-package controller
+package resources
 
 import (
 	"fmt"
@@ -12,6 +12,11 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 )
 
+// ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
+// node (controller.ReadyWhen, controller.WithReadyWhen). live has the type that was added. An
+// error fails the node.
+type ReadyFunc func(live client.Object) (bool, error)
+
 // NotReadyError is the error a ReadyFunc returns to keep its node waiting and say why: the reason
 // follows the node's name in the owner's Ready and Reconciling conditions ("waiting for
 // GiteaServer ns/demo (waiting for Secret ns/db)"). Keep it stable from one call to the next (no
@@ -24,36 +29,36 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string { return e.Reason }
 
-// childStalledError is ConditionReady's error for a Stalled child. It is terminal, like a
+// StalledError is CustomResourceReady's error for a child custom resource that is Stalled for its
+// current generation: "stalled (<reason>): <message>". It is terminal, like a
 // reconcile.TerminalError, without that error's "terminal error: " prefix in the owner's
-// conditions.
-type childStalledError struct{ reason, message string }
-
-func (e *childStalledError) Error() string { return "stalled (" + e.reason + "): " + e.message }
-
-// conditionReason is the child's reason, which the owner's Stalled condition repeats.
-func (e *childStalledError) conditionReason() string {
-	return validReason(e.reason, kdagv1alpha1.ReasonObjectInvalid)
+// conditions; the owner's Stalled condition repeats the child's reason when it is a valid
+// condition reason.
+type StalledError struct {
+	// Reason and Message are the child's Stalled condition's.
+	Reason, Message string
 }
+
+func (e *StalledError) Error() string { return "stalled (" + e.Reason + "): " + e.Message }
 
 // Is reports whether target is a reconcile.TerminalError, so that errors.Is(err,
 // reconcile.TerminalError(nil)) holds for e.
-func (e *childStalledError) Is(target error) bool {
+func (e *StalledError) Is(target error) bool {
 	return errors.Is(reconcile.TerminalError(nil), target)
 }
 
-// ConditionReady is a ReadyFunc for custom resources whose controller follows the kstatus
+// CustomResourceReady is a ReadyFunc for custom resources whose controller follows the kstatus
 // conventions, kdag owners among them: ready when status.observedGeneration equals
-// metadata.generation and the Ready condition is True. Use it with ReadyWhen for child custom
+// metadata.generation and the Ready condition is True. Use it with controller.ReadyWhen for child custom
 // resources: kstatus alone calls a resource whose controller has not written any status yet
 // Current, which would open the gate too early.
 //
 // It tells the owner why a child is not ready, so that the top-level owner a user looks at does
 // not only say "waiting for <child>": a child Ready=False with a message keeps the node waiting
 // with that message (*NotReadyError); a child Stalled=True for its current generation fails the
-// node with a terminal error carrying the child's reason and message, since only a change of the
+// node with a terminal error (*StalledError) carrying the child's reason and message, since only a change of the
 // child's spec, which the owner writes, can help.
-func ConditionReady(live client.Object) (bool, error) {
+func CustomResourceReady(live client.Object) (bool, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 	if err != nil {
 		return false, errors.Wrap(err, "convert")
@@ -75,7 +80,7 @@ func ConditionReady(live client.Object) (bool, error) {
 		}
 	}
 	if stalled != nil && stalled["status"] == "True" {
-		return false, &childStalledError{reason: fmt.Sprint(stalled["reason"]), message: fmt.Sprint(stalled["message"])}
+		return false, &StalledError{Reason: fmt.Sprint(stalled["reason"]), Message: fmt.Sprint(stalled["message"])}
 	}
 	if ready == nil {
 		return false, nil
