@@ -124,6 +124,9 @@ type ManagerOptions struct {
 	ControllerOptions []controller.Option
 	// Log, when set, is the manager's log; nil: a new one (NewManagerLog).
 	Log *ManagerLog
+	// Logger, when set, is where the manager logs instead of Log's file: for a test that reads
+	// the manager's log lines itself (the tracing test's trace correlation).
+	Logger logr.Logger
 }
 
 // Manager is a manager StartManager started.
@@ -184,9 +187,13 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, cacheOpts cache.Option
 	if metricsAddr == "" {
 		metricsAddr = "0"
 	}
+	logger := opts.Log.Logger()
+	if opts.Logger.GetSink() != nil {
+		logger = opts.Logger
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:         scheme,
-		Logger:         opts.Log.Logger(),
+		Logger:         logger,
 		Metrics:        metricsserver.Options{BindAddress: metricsAddr},
 		Cache:          cacheOpts,
 		MapperProvider: controller.MapperProvider, // as CacheOptions asks of a cache limited to namespaces

@@ -193,6 +193,7 @@ func startManager(t *testing.T) *manager {
 	mgr := controllertest.StartManager(t, local.Config, scheme, controllers.Components(nil), controllertest.ManagerOptions{
 		MetricsAddr: metricsAddr,
 		Wraps:       []func(http.RoundTripper) http.RoundTripper{tracing.WrapTransport},
+		Logger:      ctrl.Log, // the test reads the log lines (captureLogs)
 	})
 	m := &manager{metricsURL: "http://" + metricsAddr + "/metrics", httpClient: newHTTPClient()}
 	var once sync.Once
