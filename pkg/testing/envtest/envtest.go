@@ -41,6 +41,9 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/internal/names"
 )
 
+// serviceClusterIPRange is the API server's --service-cluster-ip-range.
+const serviceClusterIPRange = "10.0.0.0/16"
+
 // Options configure Start. The zero value starts an API server with the built-in types only.
 type Options struct {
 	// CRDs are installed before Start returns. Default: none.
@@ -85,6 +88,11 @@ func Start(opts Options) (*Environment, error) {
 		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
 		ErrorIfCRDPathMissing: true,
 	}
+	// Cluster IPs for 65534 Services: envtest's default range, a /24, is full after 254, which a
+	// test process reaches when its tests leave their namespaces behind (no namespace controller
+	// deletes them): the crash explorer at every crash point runs the reference operator, three
+	// Services each, in a new namespace per crash point.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceClusterIPRange)
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, errors.Wrapf(err, "start envtest control plane from %s", dir)

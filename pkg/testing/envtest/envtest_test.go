@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,5 +94,20 @@ func TestEnvironment_ServerSideApplyRecordsManagedFields(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no Apply entry for field manager kdag-test in %+v", live.GetManagedFields())
+	}
+}
+
+// TestEnvironment_ServiceIPsBeyondASlash24: the API server allocates cluster IPs from a /16, so a
+// test process's Services (namespaces are never deleted on envtest) do not run out at 254: a
+// Service asks for an address outside envtest's default 10.0.0.0/24 and gets it.
+func TestEnvironment_ServiceIPsBeyondASlash24(t *testing.T) {
+	ns := env.Namespace(t)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beyond"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.0.200.7",
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if err := env.Client.Create(t.Context(), svc); err != nil {
+		t.Fatalf("a Service with cluster IP 10.0.200.7: %v", err)
 	}
 }
