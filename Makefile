@@ -180,7 +180,7 @@ test-crash: tools-cluster ## Kill the reference operator at each of its writes i
 	go test $(GO_TEST_FLAGS) ./test/crash/...
 
 .PHONY: test-crash-every
-test-crash-every: tools-cluster ## Every crash point of every test/crash scenario (KDAG_CRASH_STRIDE=1) without -race: make test explores every fifth to sixteenth one with -race; CI runs this after make test (~35-45 min on 2 cores).
+test-crash-every: tools-cluster ## Every crash point of every test/crash scenario (KDAG_CRASH_STRIDE=1) without -race: make test explores every fifth to sixteenth one with -race (~35-45 min on 2 cores; not in CI, for time).
 	@$(call say,KDAG_CRASH_STRIDE=1 go test -count=1 -timeout 90m ./test/crash/...)
 	KDAG_CRASH_STRIDE=1 go test -count=1 -timeout 90m ./test/crash/...
 
