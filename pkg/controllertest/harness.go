@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -237,13 +238,7 @@ func (h *Harness) WaitReady(owner client.Object) {
 // which name the node that holds it back.
 func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.ConditionStatus) metav1.Condition {
 	h.t.Helper()
-	gvk, err := apiutil.GVKForObject(owner, h.scheme)
-	if err != nil {
-		h.t.Fatalf("controllertest: %T is not in the scheme: %v", owner, err)
-	}
-	if owner.GetNamespace() == "" {
-		owner.SetNamespace(h.Namespace)
-	}
+	gvk := h.ownerGVK(owner)
 	var found metav1.Condition
 	what := fmt.Sprintf("controllertest: %s has %s=%s", h.describe(owner), typ, status)
 	poll.Until(h.t, what, Timeout, func(ctx context.Context) string {
@@ -264,6 +259,20 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 	return found
 }
 
+// ownerGVK returns owner's kind from the harness's scheme (failing t when it is not there) and
+// puts owner in the harness's namespace when it names none.
+func (h *Harness) ownerGVK(owner client.Object) schema.GroupVersionKind {
+	h.t.Helper()
+	gvk, err := apiutil.GVKForObject(owner, h.scheme)
+	if err != nil {
+		h.t.Fatalf("controllertest: %T is not in the scheme: %v", owner, err)
+	}
+	if owner.GetNamespace() == "" {
+		owner.SetNamespace(h.Namespace)
+	}
+	return gvk
+}
+
 // WaitApplied waits until kdag has applied owner's current generation: the owner's
 // status.observedGeneration equals its metadata.generation and the graph of that reconcile
 // has no failed, blocked or canceled node (every node was applied; some may still be waiting
@@ -273,13 +282,7 @@ func (h *Harness) WaitCondition(owner client.Object, typ string, status metav1.C
 // owner's Ready and Stalled conditions.
 func (h *Harness) WaitApplied(owner client.Object) {
 	h.t.Helper()
-	gvk, err := apiutil.GVKForObject(owner, h.scheme)
-	if err != nil {
-		h.t.Fatalf("controllertest: %T is not in the scheme: %v", owner, err)
-	}
-	if owner.GetNamespace() == "" {
-		owner.SetNamespace(h.Namespace)
-	}
+	gvk := h.ownerGVK(owner)
 	what := fmt.Sprintf("controllertest: kdag applied %s", h.describe(owner))
 	poll.Until(h.t, what, Timeout, func(ctx context.Context) string {
 		u := &unstructured.Unstructured{}
