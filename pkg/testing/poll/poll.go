@@ -28,19 +28,26 @@ const Interval = 100 * time.Millisecond
 
 // Until calls cond every Interval, with the test's context, until it returns "" (done) or
 // timeout passes; then it fails t with "<what>: not within <timeout>: <cond's last answer>", the
-// answer saying what is still missing. An answer given while the context was ending is not kept:
-// it says nothing about the condition. It returns only once cond is done.
+// answer saying what is still missing. An answer given while the context was ending (its error
+// set, or its deadline less than a second away, when a client's rate limiter already refuses to
+// wait) is not kept when an earlier one was: it says nothing about the condition. It returns only
+// once cond is done.
 func Until(t testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) string) {
 	t.Helper()
-	last := ""
+	last, ending := "", ""
 	err := wait.PollUntilContextTimeout(t.Context(), Interval, timeout, true, func(ctx context.Context) (bool, error) {
 		answer := cond(ctx)
-		if ctx.Err() == nil {
+		if dl, ok := ctx.Deadline(); ctx.Err() != nil || ok && time.Until(dl) < time.Second {
+			ending = answer
+		} else {
 			last = answer
 		}
 		return answer == "", nil
 	})
 	if err != nil {
+		if last == "" {
+			last = ending
+		}
 		t.Fatalf("%s: not within %s: %s", what, timeout, last)
 	}
 }

@@ -73,3 +73,29 @@ func TestTrue(t *testing.T) {
 		t.Errorf("failure %q after %d calls, want none after 2", r.msg, calls)
 	}
 }
+
+// TestUntil_KeepsTheAnswerBeforeTheDeadline: an answer given in the last second before the
+// deadline (a client's rate limiter refusing to wait) does not hide what the condition said
+// before; it is reported when it is all there is.
+func TestUntil_KeepsTheAnswerBeforeTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		timeout time.Duration
+		want    string
+	}{
+		{timeout: 1500 * time.Millisecond, want: "the real state"},
+		{timeout: 500 * time.Millisecond, want: "rate: Wait(n=1) would exceed context deadline"},
+	} {
+		t.Run(tc.timeout.String(), func(t *testing.T) {
+			r := &fatalRecorder{TB: t}
+			Until(r, "the thing", tc.timeout, func(ctx context.Context) string {
+				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < time.Second {
+					return "rate: Wait(n=1) would exceed context deadline"
+				}
+				return "the real state"
+			})
+			if !strings.Contains(r.msg, tc.want) {
+				t.Errorf("failure %q, want it to say %q", r.msg, tc.want)
+			}
+		})
+	}
+}
