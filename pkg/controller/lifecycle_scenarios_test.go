@@ -11,8 +11,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/resources"
@@ -268,6 +270,11 @@ func TestLifecycle_PrunedObjectHeldByFinalizer(t *testing.T) {
 	}
 	if st.WaitingFor == nil || st.WaitingFor.Name != "extra-a" {
 		t.Errorf("waitingFor %+v, want extra-a", st.WaitingFor)
+	}
+	// The wait is bounded by a recheck, not by the deletion event alone.
+	res, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}})
+	if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > teardownRecheck {
+		t.Errorf("a reconcile while extra-a is held: %+v, %v; want a requeue within %s", res, err, teardownRecheck)
 	}
 
 	held := f.get(&corev1.ConfigMap{}, "extra-a")
