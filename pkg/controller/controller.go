@@ -72,6 +72,10 @@ type reconciler struct {
 	engine *apply.Engine
 	// revisions remembers the owners' last revision numbers (revision.go).
 	revisions revisions
+	// written remembers the kdag status block this process last wrote per owner (UID →
+	// *kdagv1alpha1.Status, lastReconcile left out), to tell a cache that has not seen that
+	// write yet from an owner whose status is as computed (writeStatus).
+	written sync.Map
 	// refs checks the objects of Graph.Reference nodes and wakes their owners on a change.
 	refs *references
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
@@ -197,7 +201,11 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		return nil, errors.Wrapf(err, "controller %s: owner type %T is not in the manager's scheme", name, owner)
 	}
 	c.ownerGVK = gvk
-	if err := onDelete(mgr, owner, func(m metav1.Object) { c.renders.forgetOwner(m.GetUID()); c.revisions.forget(m) }); err != nil {
+	if err := onDelete(mgr, owner, func(m metav1.Object) {
+		c.renders.forgetOwner(m.GetUID())
+		c.revisions.forget(m)
+		c.written.Delete(m.GetUID())
+	}); err != nil {
 		return nil, errors.Wrapf(err, "controller %s: watch deletions of %s", name, gvk.Kind)
 	}
 

@@ -24,7 +24,7 @@ type pruneResult struct {
 	// terminating are the owner's objects that left the graph and are being deleted but still
 	// exist (another finalizer holds them: a claim in use, a load balancer's clean-up), with
 	// the finalizers that hold them: the owner is not Ready until they are gone, and their
-	// deletion event reconciles it again.
+	// deletion event reconciles it again (a recheck every teardownRecheck bounds the wait).
 	terminating []terminatingObject
 	err         error
 }

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -54,7 +55,13 @@ func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 		c.emitConditionEvents(ctx, owner, old, next)
 	}()
 
-	if !c.rm.isReporter() && equality.Semantic.DeepEqual(old, next) {
+	// The cached owner may not show this process's last status write yet: then its status
+	// says nothing of what the API server holds, and a write that looks unneeded may be the
+	// one that replaces a status the cache has not caught up with (a NotReady written a moment
+	// ago, while next is Ready again). Compare with what was last written instead; the
+	// owner's status-only update passes no watch predicate, so no later reconcile would.
+	behind := c.cacheBehind(owner.GetUID(), next)
+	if !behind && !c.rm.isReporter() && equality.Semantic.DeepEqual(old, next) {
 		return nil // kdag's block is all kdag writes, and it is unchanged
 	}
 	if live == nil {
@@ -75,7 +82,7 @@ func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 			content[k] = v
 		}
 	}
-	if !statusChanged(live, content, own != nil) {
+	if !behind && !statusChanged(live, content, own != nil) {
 		return nil
 	}
 	// LastReconcile changes on every reconcile (its timings): it goes only with another change,
@@ -83,7 +90,28 @@ func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 	if content["lastReconcile"], err = runtime.DefaultUnstructuredConverter.ToUnstructured(r.reconcileSummary(ctx)); err != nil {
 		return errors.Wrap(err, "convert status")
 	}
-	return c.applyStatus(ctx, owner, content)
+	if err := c.applyStatus(ctx, owner, content); err != nil {
+		c.written.Delete(owner.GetUID())
+		return err
+	}
+	c.written.Store(owner.GetUID(), withoutLastReconcile(next))
+	return nil
+}
+
+// cacheBehind reports whether this process last wrote a kdag status block for the owner uid
+// other than next: the cached owner then may not show that write yet, and only a write makes
+// sure the API server holds next. False when it wrote none (a fresh process trusts its cache).
+func (c *reconciler) cacheBehind(uid types.UID, next *kdagv1alpha1.Status) bool {
+	v, ok := c.written.Load(uid)
+	return ok && !equality.Semantic.DeepEqual(v.(*kdagv1alpha1.Status), withoutLastReconcile(next))
+}
+
+// withoutLastReconcile returns a copy of st without its lastReconcile (the timings of the
+// reconcile that wrote it).
+func withoutLastReconcile(st *kdagv1alpha1.Status) *kdagv1alpha1.Status {
+	out := st.DeepCopy()
+	out.LastReconcile = nil
+	return out
 }
 
 // reportStatus lets a StatusReporter set the owner's own status fields on a copy of the owner

@@ -1,0 +1,44 @@
+package controller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+)
+
+// TestCacheBehind: after this process wrote an owner's status, a status computed from a cache
+// that has not seen that write (Ready again, where NotReady was just written) is written, not
+// skipped as unchanged; the same status as written, whatever its lastReconcile, is not behind;
+// an owner this process never wrote trusts the cache. Found on the local cluster: a Gitea
+// stayed NotReady for good after its pruned PostgreSQL was gone (test/e2e/gitea TestDataSafety_1).
+func TestCacheBehind(t *testing.T) {
+	status := func(ready metav1.ConditionStatus, lastReconcile string) *kdagv1alpha1.Status {
+		st := &kdagv1alpha1.Status{ObservedGeneration: 2, Conditions: []metav1.Condition{{Type: kdagv1alpha1.ConditionReady, Status: ready}}}
+		if lastReconcile != "" {
+			st.LastReconcile = &kdagv1alpha1.ReconcileSummary{TraceID: lastReconcile}
+		}
+		return st
+	}
+	c := &reconciler{}
+	const uid = types.UID("u1")
+	c.written.Store(uid, withoutLastReconcile(status(metav1.ConditionFalse, "t1")))
+	for _, tc := range []struct {
+		name string
+		uid  types.UID
+		next *kdagv1alpha1.Status
+		want bool
+	}{
+		{"another status than the one written", uid, status(metav1.ConditionTrue, ""), true},
+		{"the status written, another lastReconcile", uid, status(metav1.ConditionFalse, "t2"), false},
+		{"an owner never written", "u2", status(metav1.ConditionTrue, ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.cacheBehind(tc.uid, tc.next); got != tc.want {
+				t.Errorf("cacheBehind = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
