@@ -412,9 +412,8 @@ func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 		return reconcile.Result{}, err
 	}
 	if len(r.prune.terminating) > 0 {
-		// Their deletion event reconciles the owner again; the recheck bounds the wait should
-		// that event not reach it: seen on the local cluster (test/e2e/gitea), a Gitea waiting
-		// for its pruned PostgreSQL stayed NotReady after the PostgreSQL was gone.
+		// Their deletion event reconciles the owner again; the recheck bounds the wait whatever
+		// happens to that event.
 		r.requeueAt(teardownRecheck)
 	}
 	return reconcile.Result{RequeueAfter: r.requeueAfter}, nil
