@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -107,10 +108,18 @@ func (c *reconciler) cacheBehind(uid types.UID, next *kdagv1alpha1.Status) bool 
 }
 
 // withoutLastReconcile returns a copy of st without its lastReconcile (the timings of the
-// reconcile that wrote it).
+// reconcile that wrote it), as the API server stores it: through JSON, so that its times have
+// the precision of the stored ones (seconds) and a status computed from the cached owner
+// compares equal to the one written.
 func withoutLastReconcile(st *kdagv1alpha1.Status) *kdagv1alpha1.Status {
 	out := st.DeepCopy()
 	out.LastReconcile = nil
+	if b, err := json.Marshal(out); err == nil {
+		stored := &kdagv1alpha1.Status{}
+		if json.Unmarshal(b, stored) == nil {
+			return stored
+		}
+	}
 	return out
 }
 
