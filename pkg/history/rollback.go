@@ -62,15 +62,28 @@ func (rb *Rollback) target() *unstructured.Unstructured {
 //     claim that cannot shrink), or a PersistentVolumeClaim the reconcile would delete (re-create
 //     or prune), which loses its data;
 //
-// and the errors of the dry runs and reads otherwise.
+// and the errors of the dry runs and reads otherwise. A dry run that the API server answers with
+// a conflict (the owner changed since it was read) is handled as Apply says: the owner is read
+// again and the dry run made again when only its status or metadata changed.
 func (rb *Rollback) Check(ctx context.Context) ([]plan.OwnerChanges, error) {
 	title := titleOf(rb.Owner)
 	refused := &RefusedError{Owner: title, Revision: rb.Record.Revision}
-	dry := rb.target()
-	if err := client.NewDryRunClient(rb.Client).Update(ctx, dry, client.FieldOwner(FieldManager)); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+	var dry *unstructured.Unstructured
+	for attempt := 1; ; attempt++ {
+		dry = rb.target()
+		err := client.NewDryRunClient(rb.Client).Update(ctx, dry, client.FieldOwner(FieldManager))
+		if err == nil {
+			break
+		}
+		switch {
+		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
 			refused.Reasons = append(refused.Reasons, "the API server refuses "+title+" with that spec: "+apiMessage(err))
 			return nil, refused
+		case apierrors.IsConflict(err) && attempt < conflictAttempts:
+			if err := rb.refresh(ctx, err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		return nil, errors.Wrapf(err, "dry run of %s with the spec of revision %d", title, rb.Record.Revision)
 	}
@@ -139,27 +152,64 @@ func (rb *Rollback) DryRun(ctx context.Context, out io.Writer) error {
 // Apply checks the rollback (Check) and, unless refused, writes the owner with the revision's
 // spec (an update conditional on the resourceVersion it was read at, field manager
 // FieldManager); the owner's controller then reconciles it. It writes one line saying what it
-// did. It returns Check's errors, and the update's (a conflict: the owner changed since it was
-// read; run the rollback again).
+// did. When the owner's status or metadata changed since it was read (its controller writes
+// status while it works), it reads the owner again and checks and writes again, up to
+// conflictAttempts times. It returns Check's errors, the update's, and an error saying to run
+// the rollback again when the owner's spec changed meanwhile (its generation moved: someone
+// else's change, which the rollback must not overwrite unseen) or it kept changing.
 func (rb *Rollback) Apply(ctx context.Context, out io.Writer) error {
 	title := titleOf(rb.Owner)
 	if rb.specHash() == rb.Record.SpecHash {
 		_, err := fmt.Fprintf(out, "%s already has the spec of revision %d: nothing to do\n", title, rb.Record.Revision)
 		return errors.WithStack(err)
 	}
-	if _, err := rb.Check(ctx); err != nil {
-		return err
-	}
-	target := rb.target()
-	if err := rb.Client.Update(ctx, target, client.FieldOwner(FieldManager)); err != nil {
-		if apierrors.IsConflict(err) {
-			return errors.Wrapf(err, "%s changed while the rollback was checked: run it again", title)
+	var target *unstructured.Unstructured
+	for attempt := 1; ; attempt++ {
+		if _, err := rb.Check(ctx); err != nil {
+			return err
 		}
-		return errors.Wrapf(err, "update %s with the spec of revision %d", title, rb.Record.Revision)
+		target = rb.target()
+		err := rb.Client.Update(ctx, target, client.FieldOwner(FieldManager))
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			return errors.Wrapf(err, "update %s with the spec of revision %d", title, rb.Record.Revision)
+		}
+		if attempt == conflictAttempts {
+			return errors.Wrapf(err, "%s keeps changing while the rollback is checked: run it again", title)
+		}
+		if err := rb.refresh(ctx, err); err != nil {
+			return err
+		}
 	}
 	_, err := fmt.Fprintf(out, "%s rolled back to revision %d (spec %s): generation %d; its operator reconciles it now\n",
 		title, rb.Record.Revision, rb.Record.SpecHash, target.GetGeneration())
 	return errors.WithStack(err)
+}
+
+// conflictAttempts bounds the dry runs and updates of one Check or Apply that the API server
+// answers with a conflict (the owner changed since it was read).
+const conflictAttempts = 5
+
+// refresh reads the owner again after the API server answered conflict to a write conditional on
+// the resourceVersion it was read at. When only its status or metadata changed (the same
+// generation: its controller wrote status meanwhile, which it does every few seconds while a
+// migration runs), the rollback goes on with the owner as it is now. When its spec changed (the
+// generation moved), it returns an error saying so: the user decides again on the new spec.
+func (rb *Rollback) refresh(ctx context.Context, conflict error) error {
+	title := titleOf(rb.Owner)
+	now := &unstructured.Unstructured{}
+	now.SetGroupVersionKind(rb.Owner.GroupVersionKind())
+	if err := rb.Client.Get(ctx, client.ObjectKeyFromObject(rb.Owner), now); err != nil {
+		return errors.Wrapf(err, "read %s again after a conflict", title)
+	}
+	if now.GetGeneration() != rb.Owner.GetGeneration() {
+		return errors.Wrapf(conflict, "%s changed (generation %d, read at %d) while the rollback was checked: look at its spec and run the rollback again",
+			title, now.GetGeneration(), rb.Owner.GetGeneration())
+	}
+	rb.Owner = now
+	return nil
 }
 
 // specHash is the hash of the owner's spec as the Controller records it: of the typed owner.
