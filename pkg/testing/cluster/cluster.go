@@ -83,7 +83,8 @@ func (c *Cluster) logWarnings(t testing.TB, ns string) {
 
 // Main is the TestMain of an e2e package: it starts (or reuses) the cluster of opts, calls run
 // with it (run calls m.Run and returns its code), stops the cluster if Main created it, and
-// returns the exit code for os.Exit. A failure to start or stop is printed and returns 1.
+// returns the exit code for os.Exit. A failure to start or stop is printed and returns 1. While
+// run runs, a KubeletRetry brings kwok back to the pods it left half-way (logged to opts.Log).
 func Main(opts Options, run func(c *Cluster) int) int {
 	ctx := context.Background()
 	c, err := Start(ctx, opts)
@@ -91,7 +92,9 @@ func Main(opts Options, run func(c *Cluster) int) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	stop := c.startKubeletRetry(opts.Log)
 	code := run(c)
+	stop()
 	if err := c.Stop(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1

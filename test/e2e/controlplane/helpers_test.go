@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,15 +13,18 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
@@ -108,7 +112,7 @@ func startOperator(t *testing.T, l *link, dir, name string) *operatorProc {
 		t.Fatal(err)
 	}
 	o.cmd = exec.Command(operator, "--metrics-bind-address="+addr, "--health-probe-bind-address=0",
-		"--zap-encoder=json", "--zap-time-encoding=rfc3339nano")
+		"--zap-encoder=json", "--zap-time-encoding=rfc3339nano", "--zap-log-level=debug")
 	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig)
 	o.cmd.Stdout, o.cmd.Stderr = f, f
 	o.cmd.SysProcAttr = dieWithParent()
@@ -120,7 +124,12 @@ func startOperator(t *testing.T, l *link, dir, name string) *operatorProc {
 		f.Close()
 		close(o.done)
 	}()
-	t.Cleanup(o.kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			o.dump()
+		}
+		o.kill()
+	})
 	poll.Until(t, "operator "+name+" serves its metrics", time.Minute, func(ctx context.Context) string {
 		if _, err := o.reconciles(ctx); err != nil {
 			return err.Error()
@@ -131,6 +140,35 @@ func startOperator(t *testing.T, l *link, dir, name string) *operatorProc {
 }
 
 // kill stops the operator at once (SIGKILL: nothing finished, nothing released) and waits for it.
+// dump makes a running operator write every goroutine's stack to its log and exit (SIGQUIT,
+// Go's default handling), to show what a stuck reconcile waits for; it waits up to 10 s.
+func (o *operatorProc) dump() {
+	select {
+	case <-o.done:
+		return
+	default:
+	}
+	// Its work queues first: what waits in them, and how long the longest reconcile runs.
+	if resp, err := scrapeClient.Get(o.metrics); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if f, err := os.OpenFile(o.log, os.O_APPEND|os.O_WRONLY, 0); err == nil {
+			for line := range strings.SplitSeq(string(body), "\n") {
+				if strings.HasPrefix(line, "workqueue_") || strings.HasPrefix(line, "controller_runtime_active_workers") {
+					fmt.Fprintln(f, "metric:", line)
+				}
+			}
+			f.Close()
+		}
+	}
+	if o.cmd.Process.Signal(syscall.SIGQUIT) == nil {
+		select {
+		case <-o.done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
 func (o *operatorProc) kill() {
 	_ = o.cmd.Process.Kill()
 	<-o.done
@@ -268,6 +306,11 @@ func fleet(ctx context.Context, ns string) (ready, total int, why []string, err 
 // that was seen.
 func waitFleetReady(t *testing.T, ns string, n int, timeout time.Duration) time.Time {
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			logNotReady(t, ns)
+		}
+	}()
 	poll.Until(t, fmt.Sprintf("%d Giteas in %s Ready", n, ns), timeout, func(ctx context.Context) string {
 		ready, total, why, err := fleet(ctx, ns)
 		switch {
@@ -281,6 +324,81 @@ func waitFleetReady(t *testing.T, ns string, n int, timeout time.Duration) time.
 		return ""
 	})
 	return time.Now()
+}
+
+// logNotReady logs, to explain a fleet that did not become Ready, every kdag owner of ns that is
+// not Ready for its generation (Giteas and their components) and every StatefulSet, Deployment
+// and claim of ns that is not plainly settled, as the API server holds them now.
+func logNotReady(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	owners := []client.ObjectList{&giteav1alpha1.GiteaList{}, &giteav1alpha1.PostgreSQLList{}, &giteav1alpha1.GiteaServerList{}, &giteav1alpha1.ValkeyList{}}
+	for _, list := range owners {
+		if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Logf("list %T: %v", list, err)
+			continue
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			st := kdagStatus(obj)
+			if st == nil {
+				return nil
+			}
+			c := meta.FindStatusCondition(st.Conditions, kdagv1alpha1.ConditionReady)
+			if st.ObservedGeneration == obj.GetGeneration() && c != nil && c.Status == metav1.ConditionTrue {
+				return nil
+			}
+			t.Logf("not Ready: %T %s (uid %s, rv %s): observedGeneration %d of %d, Ready %+v, waitingFor %+v",
+				obj, obj.GetName(), obj.GetUID(), obj.GetResourceVersion(), st.ObservedGeneration, obj.GetGeneration(), c, st.WaitingFor)
+			return nil
+		})
+	}
+	sets := &appsv1.StatefulSetList{}
+	if err := cl.List(ctx, sets, client.InNamespace(ns)); err == nil {
+		for _, s := range sets.Items {
+			st := s.Status
+			if s.DeletionTimestamp == nil && st.ObservedGeneration == s.Generation && st.ReadyReplicas == ptr.Deref(s.Spec.Replicas, 1) &&
+				st.UpdatedReplicas == st.Replicas && st.CurrentRevision == st.UpdateRevision {
+				continue
+			}
+			t.Logf("StatefulSet %s (uid %s, rv %s, deleting %v): generation %d, status %+v", s.Name, s.UID, s.ResourceVersion, s.DeletionTimestamp, s.Generation, st)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := cl.List(ctx, pods, client.InNamespace(ns)); err == nil {
+		for _, p := range pods.Items {
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+			}
+			if !ready || p.DeletionTimestamp != nil {
+				t.Logf("Pod %s (uid %s, owners %v, labels %v, deleting %v): phase %s, ready %v", p.Name, p.UID, p.OwnerReferences, p.Labels, p.DeletionTimestamp, p.Status.Phase, ready)
+			}
+		}
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := cl.List(ctx, claims, client.InNamespace(ns)); err == nil {
+		for _, c := range claims.Items {
+			if c.Status.Phase != corev1.ClaimBound || c.DeletionTimestamp != nil {
+				t.Logf("claim %s (deleting %v): phase %s", c.Name, c.DeletionTimestamp, c.Status.Phase)
+			}
+		}
+	}
+}
+
+// kdagStatus returns the kdag status block of one of the reference operator's owners.
+func kdagStatus(obj client.Object) *kdagv1alpha1.Status {
+	switch o := obj.(type) {
+	case *giteav1alpha1.Gitea:
+		return &o.Status.Status
+	case *giteav1alpha1.PostgreSQL:
+		return &o.Status.Status
+	case *giteav1alpha1.GiteaServer:
+		return &o.Status.Status
+	case *giteav1alpha1.Valkey:
+		return &o.Status.Status
+	}
+	return nil
 }
 
 // deleteFleet deletes namespace ns while the test's operator still runs and waits until it is
