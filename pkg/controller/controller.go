@@ -335,7 +335,8 @@ func (c *reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 // that WithOwnerFilter refuses is left alone, as one that is gone.
 //
 // It returns nil when every node is ready or waits for readiness (the watch on the node's
-// object resumes the owner), a reconcile.TerminalError when only a change of the owner can help
+// object resumes the owner; RequeueAfter, 30 s, bounds the wait of an owner that is not Ready
+// should no event come), a reconcile.TerminalError when only a change of the owner can help
 // (the owner is Stalled), and any other error for transient failures, which controller-runtime
 // retries with rate-limited exponential backoff. When kdag paused repairing an object that
 // another writer keeps changing (Options.DriftRepairLimit), it returns nil with RequeueAfter set
@@ -415,6 +416,12 @@ func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 		// Their deletion event reconciles the owner again; the recheck bounds the wait whatever
 		// happens to that event.
 		r.requeueAt(teardownRecheck)
+	}
+	if r.terminal == nil && r.conflict == nil && !r.allReady() {
+		// The watch on what it waits for resumes the owner; the recheck bounds the wait whatever
+		// happens to that event (a readiness rule that reads something no watch reports, an
+		// event lost). A Ready owner is never requeued.
+		r.requeueAt(waitingRecheck)
 	}
 	return reconcile.Result{RequeueAfter: r.requeueAfter}, nil
 }

@@ -151,6 +151,11 @@ func (r *outcome) recordPrune(p pruneResult) {
 // watches (outcome.recheck) is reconciled again.
 const stalledRecheck = 5 * time.Minute
 
+// waitingRecheck is how soon an owner that waits for a node's readiness (nothing failed) is
+// reconciled again when no watch event brings it back first: from the cache, with no write
+// unless its status changed.
+const waitingRecheck = 30 * time.Second
+
 // requeueAt lowers r.requeueAfter to d when d is set and sooner.
 func (r *outcome) requeueAt(d time.Duration) {
 	if d > 0 && (r.requeueAfter == 0 || d < r.requeueAfter) {
