@@ -34,6 +34,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -156,6 +157,8 @@ type managerOptions struct {
 	rm controller.ResourceManager[*testapi.Widget]
 	// maxConcurrent is MaxConcurrentReconciles. Default: 1.
 	maxConcurrent int
+	// maxParallelNodes is MaxParallelNodes. Default: the Controller's.
+	maxParallelNodes int
 	// leaderElection turns leader election on, with a Lease in ns, short timings and no release
 	// on cancel, so that stopping the manager is a crash as far as the Lease is concerned.
 	leaderElection bool
@@ -252,7 +255,11 @@ func newManager(t *testing.T, o managerOptions) *runningManager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp := controller.For(controllerName, rm, controller.WithMaxConcurrentReconciles(max(o.maxConcurrent, 1)), controller.WithMetrics(m))
+	copts := []controller.Option{controller.WithMaxConcurrentReconciles(max(o.maxConcurrent, 1)), controller.WithMetrics(m)}
+	if o.maxParallelNodes > 0 {
+		copts = append(copts, controller.WithMaxParallelNodes(o.maxParallelNodes))
+	}
+	comp := controller.For(controllerName, rm, copts...)
 	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}); err != nil {
 		t.Fatalf("set the controller up: %v", err)
 	}
@@ -514,7 +521,7 @@ func (s *logSink) WithValues(kv ...any) logr.LogSink {
 func (s *logSink) WithName(string) logr.LogSink { return s }
 
 // crash kills a manager the way a process dies: at its n-th write of an owned object (counted
-// from arm), that write and every request after it fail before reaching the API server, and
+// from arm; writes the API server refused do not count), that write and every request after it fail before reaching the API server, and
 // the manager's context is canceled. What the manager wrote before stays; nothing after.
 type crash struct {
 	dead   *faults.Injector // fails every request once enabled
@@ -522,9 +529,25 @@ type crash struct {
 	killed chan struct{}
 	once   sync.Once
 
-	mu     sync.Mutex
-	after  int64 // 0: not armed
-	cancel func()
+	mu      sync.Mutex
+	after   int64 // 0: not armed
+	cancel  func()
+	refused []string // the owned writes the API server refused, not counted
+}
+
+// refusal describes a refused write's answer: its status code or transport error.
+func refusal(resp *http.Response, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status
+}
+
+// refusals returns the answers of the refused owned writes, for a failure message.
+func (c *crash) refusals() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.refused)
 }
 
 func newCrash() *crash {
@@ -538,15 +561,25 @@ func newCrash() *crash {
 func (c *crash) wraps() []wrapFunc {
 	return wraps(c.dead.Wrap, func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if isOwnedWrite(req) {
-				c.mu.Lock()
-				due := c.after > 0 && c.writes.Add(1) == c.after
-				c.mu.Unlock()
-				if due {
-					c.kill()
-				}
+			if !isOwnedWrite(req) {
+				return next.RoundTrip(req)
 			}
-			return next.RoundTrip(req)
+			c.mu.Lock()
+			due := c.after > 0 && c.writes.Add(1) == c.after
+			c.mu.Unlock()
+			if due {
+				c.kill()
+			}
+			resp, err := next.RoundTrip(req)
+			if !due && (err != nil || resp.StatusCode >= 300) {
+				// Refused (a conflict, the API server's flow control under load): nothing was
+				// written, so it does not count toward the crash point.
+				c.mu.Lock()
+				c.writes.Add(-1)
+				c.refused = append(c.refused, refusal(resp, err))
+				c.mu.Unlock()
+			}
+			return resp, err
 		})
 	})
 }
