@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -358,12 +360,46 @@ func (e *Engine) applyInto(ctx context.Context, desired *unstructured.Unstructur
 	into.SetName(desired.GetName())
 	err = e.client.Patch(ctx, into, client.RawPatch(types.ApplyPatchType, body),
 		client.FieldOwner(e.opts.FieldManager), client.ForceOwnership)
-	if err = applyError(err, describe(desired, desired.GroupVersionKind())); err != nil {
+	if err = e.applyError(ctx, err, desired); err != nil {
 		return err
 	}
 	e.verified.Store(into.GetUID(), verifiedAt{
 		resourceVersion: into.GetResourceVersion(), desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]})
 	return nil
+}
+
+// applyError is applyError for desired's apply, except for a claim's growth refused by a
+// StorageClass that the engine's client already sees allowing it: the change that allows it woke
+// the owner before the API server's admission saw it, so a retry, not an administrator, fixes
+// it, and the error is a plain one instead of a *VolumeExpansionError.
+func (e *Engine) applyError(ctx context.Context, err error, desired *unstructured.Unstructured) error {
+	err = applyError(err, describe(desired, desired.GroupVersionKind()))
+	var expansion *VolumeExpansionError
+	if errors.As(err, &expansion) && e.expansionAllowed(ctx, desired) {
+		return errors.Wrapf(expansion.Err, "%s: the API server refused to grow it, but its StorageClass allows volume expansion "+
+			"(a change the API server has not seen yet): kdag retries", expansion.Object)
+	}
+	return err
+}
+
+// expansionAllowed reports whether the StorageClass of the claim desired allows volume
+// expansion as the engine's client reads it (the manager's cache, which the StorageClass's change
+// reached first): its spec.storageClassName, or the live claim's when desired names none. False
+// when either cannot be read.
+func (e *Engine) expansionAllowed(ctx context.Context, desired *unstructured.Unstructured) bool {
+	class, _, _ := unstructured.NestedString(desired.Object, "spec", "storageClassName")
+	if class == "" {
+		live := &corev1.PersistentVolumeClaim{}
+		if err := e.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil || live.Spec.StorageClassName == nil {
+			return false
+		}
+		class = *live.Spec.StorageClassName
+	}
+	sc := &storagev1.StorageClass{}
+	if err := e.client.Get(ctx, client.ObjectKey{Name: class}, sc); err != nil {
+		return false
+	}
+	return sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
 }
 
 // applyError says what an apply's error means for the user, nil for nil.
@@ -398,7 +434,7 @@ func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured) 
 	}
 	err = e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 		client.FieldOwner(e.opts.FieldManager), client.ForceOwnership)
-	if err = applyError(err, describe(desired, gvk)); err != nil {
+	if err = e.applyError(ctx, err, desired); err != nil {
 		return err
 	}
 	// The response is the object as kdag wants it: nothing to check until it changes.

@@ -68,14 +68,20 @@ func (c countWrites) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
-func newEngine(t *testing.T) *engineFixture {
+func newEngine(t *testing.T) *engineFixture { return newEngineWith(t, nil) }
+
+// newEngineWith is newEngine with the engine's client passed through wrap first (nil: as it is).
+func newEngineWith(t *testing.T, wrap func(client.WithWatch) client.WithWatch) *engineFixture {
 	t.Helper()
 	f := &engineFixture{t: t, ns: env.Namespace(t), writes: &atomic.Int64{}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWrites{next: rt, writes: f.writes} })
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		c = wrap(c)
 	}
 	httpClient, err := rest.HTTPClientFor(env.Config)
 	if err != nil {
