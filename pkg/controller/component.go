@@ -128,9 +128,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 		return errors.Errorf("controller.Setup: the manager's RBAC lacks what its controllers need; add these rules "+
 			"to its role (as controller-gen markers; operator.Rules lists every rule an operator needs): %s", missingMessage(missing))
 	}
-	// Controllers last: their informers would outlive a refused Setup.
+	// Controllers last: their informers would outlive a refused Setup. They share what this
+	// process deleted: a parent's prune of a child owner reaches the child's reconciler first.
+	shared := withDeletions(newDeletions())
 	for _, comp := range components {
-		if _, err := register(mgr, comp.name, comp.m, append(append([]Option(nil), opts...), comp.opts...)...); err != nil {
+		if _, err := register(mgr, comp.name, comp.m, append(append([]Option{shared}, opts...), comp.opts...)...); err != nil {
 			return err
 		}
 	}

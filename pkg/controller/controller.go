@@ -361,6 +361,12 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.refs.untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
+	if c.opts.deletions.unseen(owner) {
+		// This process deleted it (a parent's prune, a teardown) and the cache has not seen that
+		// yet: reconciled now, it would get objects created just before it goes. Its deletion
+		// event brings it back; the requeue bounds the wait.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	start := time.Now()
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error

@@ -39,7 +39,13 @@ type options struct {
 	OwnerFilter             func(client.Object) bool
 	Wrappers                []ReconcilerWrapper
 	NamespacedReferences    bool
+	// deletions is shared by the reconcilers of one Setup (withDeletions); nil: the reconciler's own.
+	deletions *deletions
 }
+
+// withDeletions makes the reconciler share d, the owners deleted by this process, with the
+// other reconcilers of one Setup.
+func withDeletions(d *deletions) Option { return optionFunc(func(o *options) { o.deletions = d }) }
 
 // kindReadiness is one WithReadyWhen: the readiness rule of every node of kind's type.
 type kindReadiness struct {
@@ -153,6 +159,9 @@ func (o *options) defaults(name string) {
 	}
 	if o.OperatorVersion == "" {
 		o.OperatorVersion = "dev"
+	}
+	if o.deletions == nil {
+		o.deletions = newDeletions()
 	}
 }
 

@@ -77,6 +77,7 @@ func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map
 			continue
 		}
 		logFrom(ctx).Info("pruned", "node", id.String(), "action", entry.Action)
+		c.opts.deletions.record(id, l.obj.GetUID())
 		r.pruned = append(r.pruned, id)
 	}
 	return r

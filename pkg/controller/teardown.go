@@ -189,6 +189,7 @@ func (c *reconciler) deleteForTeardown(ctx context.Context, owner client.Object,
 		logFrom(ctx).Info("orphaned", "node", id.String(), "action", entry.Action, "keptBy", entry.KeptBy)
 		c.eventRelated(ctx, owner, o, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (annotated %s)", id, entry.KeptBy)
 	case entry.Waiting == "":
+		c.opts.deletions.record(id, o.GetUID())
 		logFrom(ctx).Info("deleted", "node", id.String(), "action", entry.Action)
 		c.event(ctx, owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
 	}
