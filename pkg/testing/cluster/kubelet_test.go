@@ -172,12 +172,7 @@ func refuseStatusWrites(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "pod status writes refused in "+ns, 30*time.Second, func(ctx context.Context) string {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, "probe", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		p.Status.Message = time.Now().String()
-		_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		err := probeStatusWrite(ctx, ns)
 		if err == nil || !strings.Contains(err.Error(), refusal) {
 			return fmt.Sprintf("a status write was not refused by the policy: %v", err) // a conflict is not the policy
 		}
@@ -192,14 +187,21 @@ func allowStatusWrites(t *testing.T, ns string) {
 	name := "kdag-e2e-refuse-" + ns
 	_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 	poll.Until(t, "pod status writes allowed in "+ns, 30*time.Second, func(ctx context.Context) string {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, "probe", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		p.Status.Message = time.Now().String()
-		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		if err := probeStatusWrite(ctx, ns); err != nil {
 			return err.Error()
 		}
 		return ""
 	})
+}
+
+// probeStatusWrite makes a dry-run write of the status of the pod "probe" in ns and returns the
+// API server's answer.
+func probeStatusWrite(ctx context.Context, ns string) error {
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, "probe", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	p.Status.Message = time.Now().String()
+	_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
 }
