@@ -312,6 +312,13 @@ func Delete(ctx context.Context, opts Options) error {
 	return c.Delete(ctx)
 }
 
+// ComponentLog returns the log of one of the cluster's components as kwokctl keeps it:
+// "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" or "kwok-controller".
+// The error names the component and carries the end of kwokctl's output.
+func (c *Cluster) ComponentLog(ctx context.Context, component string) ([]byte, error) {
+	return c.kwokctl(ctx, "logs", component, "--name", c.Name)
+}
+
 // WriteKubeconfig writes the cluster's kubeconfig to path (mode 0600) for kubectl and `make run`.
 func (c *Cluster) WriteKubeconfig(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

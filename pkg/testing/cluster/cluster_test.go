@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +161,34 @@ func TestCluster_GarbageCollectsDependents(t *testing.T) {
 		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "dependent", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+func TestCluster_SaveState(t *testing.T) {
+	ns := local.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "saved"}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	local.SaveState(t, ns, dir, "configmaps")
+
+	cases := []struct {
+		file, want string
+	}{
+		{"namespace.yaml", "name: saved"},
+		{"persistentvolumes.yaml", "kind: List"},
+		{"kube-controller-manager.log", "Generated self-signed cert"},
+		{"kube-scheduler.log", "Generated self-signed cert"},
+		{"kwok-controller.log", "kwok"},
+	}
+	for _, c := range cases {
+		data, err := os.ReadFile(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Errorf("%s: %v", c.file, err)
+			continue
+		}
+		if !strings.Contains(string(data), c.want) {
+			t.Errorf("%s (%d bytes) does not contain %q; it begins %q", c.file, len(data), c.want, data[:min(len(data), 400)])
+		}
+	}
 }

@@ -92,7 +92,7 @@ func TestFault_NetworkCutDuringFirstDeploy(t *testing.T) {
 // that the fleet converges, nothing kept was lost or re-created, and the operator goes idle.
 func faultDuringFirstDeploy(t *testing.T, name string, fault func(*testing.T, *link) string) {
 	ns := local.Namespace(t)
-	dir := logDir(t)
+	dir := logDir(t, ns)
 	l := newLink(t, dir)
 	g := watchKept(t, ns)
 	op := startOperator(t, l, dir, "operator")
@@ -144,7 +144,7 @@ func faultDuringFirstDeploy(t *testing.T, name string, fault func(*testing.T, *l
 // adopted, not restarted), and no claim or generated Secret is deleted, re-created or changed.
 func TestFault_OperatorKilledDuringRecreate(t *testing.T) {
 	ns := local.Namespace(t)
-	dir := logDir(t)
+	dir := logDir(t, ns)
 	l := newLink(t, dir)
 	first := startOperator(t, l, dir, "operator-1")
 	created := time.Now()

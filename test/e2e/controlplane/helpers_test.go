@@ -78,15 +78,24 @@ func newLink(t *testing.T, dir string) *link {
 	return &link{proxy: p, kubeconfig: path}
 }
 
+// ownerResources are the reference operator's owners by kubectl's names, for Cluster.SaveState.
+var ownerResources = []string{
+	"giteas.gitea.kdag.dev", "postgresqls.gitea.kdag.dev", "giteaservers.gitea.kdag.dev", "valkeys.gitea.kdag.dev",
+}
+
 // logDir returns a directory for the operators' logs, kept and named in the test log when the
-// test fails.
-func logDir(t *testing.T) string {
+// test fails; a failed test also leaves there the cluster's state for namespace ns and its
+// controllers' logs (Cluster.SaveState), which a CI run's deleted cluster no longer has.
+func logDir(t *testing.T, ns string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "kdag-e2e-controlplane-"+t.Name()+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			local.SaveState(t, ns, dir, ownerResources...)
+		}
 		if t.Failed() || os.Getenv("E2E_KEEP_LOGS") != "" {
 			t.Logf("the operators' logs and kubeconfig are in %s", dir)
 			return
