@@ -406,6 +406,11 @@ func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if c.opts.deletions.deleted(owner.GetUID()) {
+		// This process deleted the owner while the graph ran (a parent's prune): no status for
+		// an owner that is going. Its deletion event brings it back; the requeue bounds the wait.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	if key := client.ObjectKeyFromObject(owner); r.recheck {
 		c.expansionStalled.Store(key, struct{}{})
 	} else {

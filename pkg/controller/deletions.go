@@ -18,10 +18,10 @@ const deletionWindow = time.Minute
 
 // deletions are the owners that this process's reconcilers deleted (a parent's prune of a child
 // owner, a teardown) and whose deletion their own reconciler's cache may not show yet. A
-// reconcile of such an owner from that stale cache would create objects for an owner about to go
-// (found by the crash explorer: a Valkey pruned by its Gitea got a new Deployment, deleted again
-// a moment later). One value is shared by the reconcilers of one Setup; every reconciler has
-// one.
+// reconcile of such an owner from that stale cache, or one that was already running when the
+// deletion was made, would create objects for an owner about to go (found by the crash explorer
+// twice: a Valkey pruned by its Gitea got a new Deployment, deleted again a moment later). One
+// value is shared by the reconcilers of one Setup; every reconciler has one.
 type deletions struct {
 	mu   sync.Mutex
 	uids map[types.UID]time.Time
@@ -45,6 +45,19 @@ func (d *deletions) record(id graph.NodeID, uid types.UID) {
 		}
 	}
 	d.uids[uid] = now
+}
+
+// deleted reports whether this process deleted the object of uid within deletionWindow, whatever
+// any cache shows: a reconcile that began before that deletion asks it before it creates
+// anything, and before it writes the owner's status.
+func (d *deletions) deleted(uid types.UID) bool {
+	if d == nil || uid == "" {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.uids[uid]
+	return ok && time.Since(at) <= deletionWindow
 }
 
 // unseen reports whether this process deleted owner within deletionWindow while owner, as read,

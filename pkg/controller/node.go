@@ -69,7 +69,12 @@ func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *no
 		Build: func(release bool) (*unstructured.Unstructured, error) {
 			return c.desiredObject(owner, s, depHash, release)
 		},
-		BeforeCreate: func(ctx context.Context) error { return c.checkProtectedData(ctx, owner, s) },
+		BeforeCreate: func(ctx context.Context) error {
+			if c.opts.deletions.deleted(owner.GetUID()) {
+				return errOwnerDeleted(s.id, c.ownerGVK.Kind, owner)
+			}
+			return c.checkProtectedData(ctx, owner, s)
+		},
 	})
 	res.action, res.drifted, res.driftRepeat = entry.Action, entry.Drifted, entry.Repeat
 	res.wantsFinalizer, res.pending = entry.WantsFinalizer, entry.Pending

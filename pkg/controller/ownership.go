@@ -169,6 +169,14 @@ func errNamespaceTerminating(id graph.NodeID) error {
 	return &waitingError{msg: id.String() + ": its namespace is being deleted", detail: "its namespace is being deleted"}
 }
 
+// errOwnerDeleted is the node's state when this process deleted its owner while the owner's
+// reconcile ran (a parent's prune): waiting, not an error; nothing is created for an owner that is
+// going, and the deletion's event reconciles it again (its teardown).
+func errOwnerDeleted(id graph.NodeID, kind string, owner client.Object) error {
+	detail := fmt.Sprintf("its owner %s %s/%s is being deleted", kind, owner.GetNamespace(), owner.GetName())
+	return &waitingError{msg: id.String() + ": " + detail, detail: detail}
+}
+
 // leaveDyingNamespace is the reconcile of an owner whose namespace is being deleted: the owner
 // goes with it, so kdag creates nothing, writes no status and emits no event (the API server
 // refuses new objects there, events included). Only objects outside the namespace (another
