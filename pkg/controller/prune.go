@@ -68,7 +68,9 @@ func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map
 			failed = append(failed, errors.Wrapf(err, "prune %s", id).Error())
 			continue
 		case entry.Waiting != "":
-			// Going, but still there: the owner waits for it.
+			// Going, but still there (its finalizers): the owner waits for it, and a reconcile of
+			// it already running creates nothing more.
+			c.opts.deletions.record(id, l.obj.GetUID())
 			r.terminating = append(r.terminating, terminatingObject{id: id, finalizers: l.obj.GetFinalizers()})
 			continue
 		case entry.KeptBy != "":
