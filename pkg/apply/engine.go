@@ -133,6 +133,10 @@ type Options struct {
 	DriftBackoff time.Duration
 	// DriftBackoffMax caps the pauses. Default: 10 minutes.
 	DriftBackoffMax time.Duration
+	// RecreateSettle is how long an object deleted to be re-created (Policy.Recreate) must have
+	// been gone before the engine creates it again: the old object's controller may still write
+	// its status, onto a new object of the same name (see recreations). Default: 3 seconds.
+	RecreateSettle time.Duration
 }
 
 func (o *Options) defaults() {
@@ -147,6 +151,9 @@ func (o *Options) defaults() {
 	}
 	if o.DriftBackoffMax <= 0 {
 		o.DriftBackoffMax = 10 * time.Minute
+	}
+	if o.RecreateSettle <= 0 {
+		o.RecreateSettle = 3 * time.Second
 	}
 	o.DriftBackoffMax = max(o.DriftBackoffMax, o.DriftBackoff)
 }
@@ -165,6 +172,8 @@ type Engine struct {
 	verified sync.Map
 	// reported: types.UID -> reportedAt, the drift last reported of an object (DriftReport)
 	reported sync.Map
+	// recreated: the objects deleted to be re-created, until they are created again
+	recreated recreations
 }
 
 // New returns an Engine that writes with c, reads existing objects it collides with through

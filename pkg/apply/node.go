@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,6 +61,10 @@ type Entry struct {
 	// ("being deleted; ...", "being re-created: ...": it reads after "the object is"). Its dependents wait; its deletion event brings the
 	// owner back.
 	Waiting string
+	// RetryAfter, with Waiting, is when to look again: nothing the owner watches would say when
+	// the wait is over (an object re-created once the old one has been gone long enough). Zero:
+	// the object's own watch event brings the owner back.
+	RetryAfter time.Duration
 	// KeptBy, with Action Orphaned, is the annotation that kept the object (KeptBy).
 	KeptBy string
 	// Pending, when not empty, says what change of a usable object waits for the cluster (a
@@ -102,6 +107,10 @@ func (e *Engine) Reconcile(ctx context.Context, n Node) (Entry, error) {
 		desired, err := e.desired(n, false)
 		if err != nil {
 			return Entry{}, err
+		}
+		if wait := e.recreated.settling(objectKey(desired), time.Now(), e.opts.RecreateSettle); wait > 0 {
+			return Entry{Action: Skipped, Waiting: "being re-created: created again once the old one has been gone for " +
+				e.opts.RecreateSettle.String(), RetryAfter: wait}, nil
 		}
 		c, err := e.create(ctx, n.Owner, desired, p)
 		if err != nil || c.existing == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -123,6 +124,7 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 		if err := e.recreate(ctx, live, *p.Recreate); err != nil {
 			return Change{Action: Recreating}, errors.Wrapf(err, "%s: delete to re-create it (immutable %s changed)", name, strings.Join(fields, ", "))
 		}
+		e.recreated.deletedAt(objectKey(desired), time.Now())
 		return Change{Action: Recreating, Drifted: fields}, nil
 	}
 	e.reported.Delete(live.GetUID())

@@ -592,7 +592,7 @@ func (c *reconciler) runGraph(ctx context.Context, owner client.Object, specs []
 		case graph.Failed:
 			var w *waitingError
 			if errors.As(nr.Err, &w) {
-				res.state, res.message, res.detail = kdagv1alpha1.NodeWaiting, w.Error(), w.detail
+				res.state, res.message, res.detail, res.retryAfter = kdagv1alpha1.NodeWaiting, w.Error(), w.detail, w.retryAfter
 			} else {
 				res.state, res.err = kdagv1alpha1.NodeFailed, nr.Err
 			}

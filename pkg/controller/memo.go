@@ -204,6 +204,8 @@ func (c *reconciler) kstatusReady(s *nodeSpec, live client.Object) error {
 		return errors.Wrapf(err, "%s: readiness", s.id) // not remembered: may be transient
 	case r.Status == resources.StatusFailed:
 		o.ready = newObjectFailed(s.id, u, r.Message)
+	case r.Inherited:
+		o.ready = &waitingError{msg: s.id.String() + " is not ready: " + r.Message, detail: r.Message}
 	case !r.Ready:
 		o.ready = &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
 	case !clientgoscheme.Scheme.Recognizes(s.gvk) && !generationObserved(u):

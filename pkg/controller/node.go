@@ -88,7 +88,7 @@ func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *no
 	case err != nil:
 		return err
 	case entry.Waiting != "":
-		return &waitingError{msg: s.id.String() + " is " + entry.Waiting, detail: "it is " + entry.Waiting}
+		return &waitingError{msg: s.id.String() + " is " + entry.Waiting, detail: "it is " + entry.Waiting, retryAfter: entry.RetryAfter}
 	case entry.Object == nil:
 		res.contentHash = "" // a Finished node whose object is gone: nothing to consume
 		return nil

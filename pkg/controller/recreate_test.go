@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
@@ -102,11 +106,30 @@ func TestImmutableField_StalledOrRecreated(t *testing.T) {
 			poll.True(t, "the old StatefulSet gone from the cache", waitTimeout, func(context.Context) bool {
 				return apierrors.IsNotFound(f.cached(&appsv1.StatefulSet{}, "app-db"))
 			})
+			// The first reconcile that finds it gone creates nothing yet: the old object's
+			// controller may still write its status onto a new one of the name (apply's
+			// recreations). It asks to come back once the wait is over.
+			f.calls.Reset()
+			res, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}})
+			if err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if writes, _ := f.calls.snapshot(); !apierrors.IsNotFound(f.cached(&appsv1.StatefulSet{}, "app-db")) || slices.ContainsFunc(writes, func(w string) bool {
+				return strings.Contains(w, "statefulsets")
+			}) {
+				t.Errorf("the StatefulSet was created again as soon as the old one was gone (writes %v)", writes)
+			}
+			if res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Second {
+				t.Errorf("RequeueAfter %s, want the rest of the settle time", res.RequeueAfter)
+			}
+			poll.True(t, "the StatefulSet created again", waitTimeout, func(context.Context) bool {
+				_ = f.reconcile("app")
+				after := &appsv1.StatefulSet{}
+				err := f.cl.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "app-db"}, after)
+				return err == nil && after.UID != before.UID
+			})
 			f.settle("app")
 			after := f.get(&appsv1.StatefulSet{}, "app-db").(*appsv1.StatefulSet)
-			if after.UID == before.UID {
-				t.Fatal("the StatefulSet was not re-created")
-			}
 			if got := after.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.Value() != 2<<30 {
 				t.Errorf("re-created claim template asks for %s, want 2Gi", got.String())
 			}

@@ -42,12 +42,19 @@ type nodeResult struct {
 	// the cluster (apply.Entry.Pending: a claim that grows once it is bound). The owner is not
 	// Ready: summarize counts the node as waiting.
 	pending string
+	// retryAfter: the node waits for something no watch reports; the owner is requeued then
+	// (waitingError.retryAfter).
+	retryAfter time.Duration
 }
 
 // waitingError is returned by a node whose object is applied but not ready: its dependents do
 // not run, and the reconcile ends without error (the object's watch resumes it). detail, when
-// set, says what the object waits for, for the owner's conditions.
-type waitingError struct{ msg, detail string }
+// set, says what the object waits for, for the owner's conditions; retryAfter, when set, is when
+// the owner is reconciled again, for a wait that no watch event ends (apply.Entry.RetryAfter).
+type waitingError struct {
+	msg, detail string
+	retryAfter  time.Duration
+}
 
 func (e *waitingError) Error() string { return e.msg }
 
@@ -83,6 +90,7 @@ func (r *outcome) summarize() {
 			r.ready++
 		case kdagv1alpha1.NodeWaiting:
 			r.waiting++
+			r.requeueAt(n.retryAfter)
 		case kdagv1alpha1.NodeFailed:
 			r.failed++
 			var conflict *apply.DriftConflictError

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"fmt"
+
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,6 +33,12 @@ type Readiness struct {
 	Status string
 	// Message says why, in kstatus' words; never object content.
 	Message string
+	// Inherited: the status claims a generation above the object's own (status.observedGeneration
+	// > metadata.generation), so it was written for an earlier object of the same name. The
+	// StatefulSet controller does that when a StatefulSet is re-created within moments of the old
+	// one's deletion (kubernetes/kubernetes#126432), and writes the status again only once the
+	// spec changes. Status is then InProgress, whatever the rest of the status says.
+	Inherited bool
 }
 
 // Ready computes whether the live object u is ready, with kstatus' rules (sigs.k8s.io/cli-utils
@@ -38,7 +46,7 @@ type Readiness struct {
 // IP), always-ready kinds (ConfigMap, Secret), and any resource with the standard conditions
 // (Ready, Reconciling, Stalled) and status.observedGeneration equal to metadata.generation.
 //
-// Two rules differ from kstatus:
+// Three rules differ from kstatus:
 //   - A Job is ready only once it has the condition Complete=True. kstatus counts a started Job
 //     as Current, but a Job a graph waits for (a migration) must have finished.
 //   - A PersistentVolumeClaim is ready while Pending, not only once Bound, and Failed once Lost
@@ -46,6 +54,9 @@ type Readiness struct {
 //     binds only once a pod that mounts it is scheduled: the pod's workload, a dependent of the
 //     claim in the graph, would otherwise wait for the claim forever. The consumer's own readiness
 //     covers the binding (its pod does not run before).
+//   - A status whose observedGeneration is above the object's generation is InProgress with
+//     Inherited set (an earlier object's status, see Readiness.Inherited); kstatus reports the
+//     mismatch too, but says "not yet observed".
 //
 // A nil u gives StatusNotFound; an object with a deletionTimestamp StatusTerminating; both are not
 // ready. Not ready is not an error: the error is returned only when kstatus cannot read the object
@@ -56,6 +67,11 @@ type Readiness struct {
 func Ready(u *unstructured.Unstructured) (Readiness, error) {
 	if u == nil {
 		return Readiness{Status: StatusNotFound, Message: "Resource not found"}, nil
+	}
+	if observed, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok && u.GetDeletionTimestamp() == nil && observed > u.GetGeneration() {
+		return Readiness{Status: StatusInProgress, Inherited: true, Message: fmt.Sprintf(
+			"its status is an earlier object's of the same name (observedGeneration %d, generation %d): "+
+				"its controller writes it again once its spec changes", observed, u.GetGeneration())}, nil
 	}
 	res, err := status.Compute(u)
 	if err != nil {

@@ -19,6 +19,8 @@ func TestReady(t *testing.T) {
 		manifest    string
 		wantStatus  string
 		wantMessage string // substring, optional
+		// wantInherited: the status is an earlier object's (Readiness.Inherited)
+		wantInherited bool
 	}{
 		{name: "deployment rolling out", wantStatus: StatusInProgress, wantMessage: "Updated: 1/3", manifest: `
 apiVersion: apps/v1
@@ -201,6 +203,23 @@ spec: {replicas: 2}
 status: {observedGeneration: 2, replicas: 2, readyReplicas: 2, currentReplicas: 2, updatedReplicas: 1,
   currentRevision: db-1, updateRevision: db-2}
 `},
+		{name: "statefulset with an earlier object's status (re-created)", wantStatus: StatusInProgress, wantInherited: true,
+			wantMessage: "observedGeneration 2, generation 1", manifest: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {namespace: ns, name: db, generation: 1}
+spec: {replicas: 1}
+status: {observedGeneration: 2, replicas: 1, readyReplicas: 1, currentReplicas: 1, updatedReplicas: 1,
+  currentRevision: db-1, updateRevision: db-1}
+`},
+		{name: "statefulset being deleted, generation bumped by the deletion", wantStatus: StatusTerminating, manifest: `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {namespace: ns, name: db, generation: 2, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [orphan]}
+spec: {replicas: 1}
+status: {observedGeneration: 3, replicas: 1, readyReplicas: 1, currentReplicas: 1, updatedReplicas: 1,
+  currentRevision: db-1, updateRevision: db-1}
+`},
 		{name: "terminating", wantStatus: StatusTerminating, manifest: `
 apiVersion: v1
 kind: ConfigMap
@@ -218,6 +237,9 @@ metadata: {namespace: ns, name: cfg, deletionTimestamp: "2026-01-01T00:00:00Z"}
 			}
 			if got.Ready != (tt.wantStatus == StatusCurrent) {
 				t.Errorf("Ready = %v with Status %q", got.Ready, got.Status)
+			}
+			if got.Inherited != tt.wantInherited {
+				t.Errorf("Inherited = %v, want %v", got.Inherited, tt.wantInherited)
 			}
 			if !strings.Contains(got.Message, tt.wantMessage) {
 				t.Errorf("Message = %q, want it to contain %q", got.Message, tt.wantMessage)
