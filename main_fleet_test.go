@@ -74,7 +74,7 @@ func (r nextPostgreSQL) AddResources(ctx context.Context, pg *giteav1alpha1.Post
 
 func nextComponents() []controller.Component {
 	return []controller.Component{
-		controller.For("gitea", gitea.ResourceManager{}, gitea.ChildReadiness()...),
+		controller.For("gitea", gitea.ResourceManager{}, gitea.ChildReadiness()),
 		controller.For("postgresql", nextPostgreSQL{}),
 		controller.For("valkey", nextValkey{}),
 		controller.For("giteaserver", giteaserver.ResourceManager{}),

@@ -54,7 +54,7 @@ func plugin(args ...string) (int, string, string) {
 // upgrade's migration has finished, a rollback below it is refused with the API server's reason
 // and writes nothing.
 func TestHistoryAndRollback_RoundTrip(t *testing.T) {
-	h := controllertest.Start(t, api, controllers.Components(nil, controller.WithOperatorVersion("v1.0.0-test"))...)
+	h := controllertest.Start(t, api, controllers.Components(nil, controller.Options{OperatorVersion: "v1.0.0-test"})...)
 	kubeconfig := writeKubeconfig(t, api.Env(t))
 	ns := []string{"-n", h.Namespace, "--kubeconfig", kubeconfig}
 	g := deploySample(t, h)

@@ -31,7 +31,7 @@ import (
 // its spec does: the rollback writes nothing and says to run it again, and the other writer's
 // spec stays.
 func TestRollback_OwnerChangedWhileChecked(t *testing.T) {
-	h := controllertest.Start(t, api, controllers.Components(nil, controller.WithOperatorVersion("v1.0.0-test"))...)
+	h := controllertest.Start(t, api, controllers.Components(nil, controller.Options{OperatorVersion: "v1.0.0-test"})...)
 	g := deploySample(t, h)
 	deployed := lastRevision(t, h, g)
 	// An upgrade whose migration failed: a rollback is allowed.

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { api.Main(m) }
 // child is Ready once its workloads are.
 func TestComponent(t *testing.T) {
 	components := []controller.Component{
-		controller.For("gitea", ResourceManager{}, ChildReadiness()...),
+		controller.For("gitea", ResourceManager{}, ChildReadiness()),
 		controller.For("postgresql", postgresql.ResourceManager{}),
 		controller.For("valkey", valkey.ResourceManager{}),
 		controller.For("giteaserver", giteaserver.ResourceManager{}),
@@ -61,7 +61,7 @@ func TestComponent(t *testing.T) {
 // scale` of the server is reported, not reverted.
 func TestComponent_DriftPolicyReachesChildren(t *testing.T) {
 	h := controllertest.Start(t, api,
-		controller.For("gitea", ResourceManager{}, ChildReadiness()...),
+		controller.For("gitea", ResourceManager{}, ChildReadiness()),
 		controller.For("postgresql", postgresql.ResourceManager{}),
 		controller.For("valkey", valkey.ResourceManager{}),
 		controller.For("giteaserver", giteaserver.ResourceManager{}))

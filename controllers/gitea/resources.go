@@ -34,12 +34,12 @@ func (ResourceManager) OwnedTypes() []client.Object {
 // ChildReadiness registers, once per child kind, the rule that gates a child's dependents on its
 // Ready condition (resources.CustomResourceReady), so the server starts on a database that runs. Give
 // them to the gitea component (controllers.Components does).
-func ChildReadiness() []controller.Option {
-	return []controller.Option{
-		controller.WithReadyWhen(&giteav1alpha1.PostgreSQL{}, resources.CustomResourceReady),
-		controller.WithReadyWhen(&giteav1alpha1.Valkey{}, resources.CustomResourceReady),
-		controller.WithReadyWhen(&giteav1alpha1.GiteaServer{}, resources.CustomResourceReady),
-	}
+func ChildReadiness() controller.Options {
+	return controller.Options{ReadyWhen: []controller.KindReadiness{
+		{Kind: &giteav1alpha1.PostgreSQL{}, Ready: resources.CustomResourceReady},
+		{Kind: &giteav1alpha1.Valkey{}, Ready: resources.CustomResourceReady},
+		{Kind: &giteav1alpha1.GiteaServer{}, Ready: resources.CustomResourceReady},
+	}}
 }
 
 // AddResources implements controller.ResourceManager. Each child gates its dependents on its

@@ -32,13 +32,13 @@ import (
 type Component struct {
 	name string
 	m    manager
-	opts []Option
+	opts []Options
 }
 
 // For returns the Component named name (the reconciler's name: the field manager kdag-<name>,
 // the kdag.dev/controller label, the metrics' controller label) for rm, with options that apply
 // to this reconciler after Setup's own.
-func For[T client.Object](name string, rm ResourceManager[T], opts ...Option) Component {
+func For[T client.Object](name string, rm ResourceManager[T], opts ...Options) Component {
 	m, err := adapt(rm)
 	if err != nil {
 		m = brokenManager{err: err}
@@ -48,7 +48,7 @@ func For[T client.Object](name string, rm ResourceManager[T], opts ...Option) Co
 
 // registerFor registers the reconciler named name for rm with mgr (register, with the owner type
 // inferred); Setup is the public way, which checks RBAC first.
-func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*reconciler, error) {
+func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Options) (*reconciler, error) {
 	m, err := adapt(rm)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
@@ -58,8 +58,8 @@ func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceMana
 
 // With returns a copy of c with opts after c's own options: a setting of opts wins over c's. An
 // operator's command line (package operator's --NAME-concurrency) uses it.
-func (c Component) With(opts ...Option) Component {
-	c.opts = append(append([]Option(nil), c.opts...), opts...)
+func (c Component) With(opts ...Options) Component {
+	c.opts = append(append([]Options(nil), c.opts...), opts...)
 	return c
 }
 
@@ -75,13 +75,10 @@ func (c Component) NewOwner() client.Object { return c.m.newOwner() }
 func (c Component) OwnedTypes() []client.Object { return c.m.ownedTypes() }
 
 // FieldManager returns the server-side apply field manager of the component's Controller:
-// "kdag-" and its name, or what a WithFieldManager among the component's own options (For's)
-// sets. A WithFieldManager given to Setup for every component is not seen here.
+// "kdag-" and its name, or what an Options.FieldManager among the component's own options (For's)
+// sets. An Options.FieldManager given to Setup for every component is not seen here.
 func (c Component) FieldManager() string {
-	var o options
-	for _, opt := range c.opts {
-		opt.applyTo(&o)
-	}
+	o := mergeOptions(c.opts...)
 	o.defaults(c.name)
 	return o.FieldManager
 }
@@ -97,15 +94,15 @@ func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtim
 
 // Setup registers a reconciler per component with mgr, with opts before each component's own,
 // then checks the manager's RBAC: a SelfSubjectAccessReview per verb kdag needs on each owner type
-// and owned type (in each namespace of WithWatchNamespaces, else cluster-wide). It runs here,
+// and owned type (in each namespace of Options.WatchNamespaces, else cluster-wide). It runs here,
 // before mgr.Start, because a manager that may not list a type it caches never starts: its cache
 // waits for ever and no runnable would get to report why. The rules checked are Component.Rules'
 // (package rbac). It returns the first setup mistake (a type not in the scheme, a component
 // without owned types, two components of one name), an error naming every missing rule as a
 // +kubebuilder:rbac marker to add to the manager's role (with namespace= for each namespace of
-// WithWatchNamespaces), or the error of an access review the API server did not answer; ctx
+// Options.WatchNamespaces), or the error of an access review the API server did not answer; ctx
 // bounds the reviews.
-func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts ...Option) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts ...Options) error {
 	seen := map[string]bool{}
 	var needs []access
 	for _, comp := range components {
@@ -115,10 +112,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 		seen[comp.name] = true
 		needs = append(needs, accessNeeded(comp.m, mgr.GetScheme(), mgr.GetRESTMapper())...)
 	}
-	var o options
-	for _, opt := range opts {
-		opt.applyTo(&o)
-	}
+	o := mergeOptions(opts...)
 	check := rbacCheck{client: mgr.GetClient(), needs: needs, namespaces: o.WatchNamespaces}
 	missing, err := check.missing(ctx)
 	if err != nil {
@@ -130,9 +124,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 	}
 	// Controllers last: their informers would outlive a refused Setup. They share what this
 	// process deleted: a parent's prune of a child owner reaches the child's reconciler first.
-	shared := withDeletions(newDeletions())
+	shared := Options{deletions: newDeletions()}
 	for _, comp := range components {
-		if _, err := register(mgr, comp.name, comp.m, append(append([]Option{shared}, opts...), comp.opts...)...); err != nil {
+		if _, err := register(mgr, comp.name, comp.m, append(append([]Options{shared}, opts...), comp.opts...)...); err != nil {
 			return err
 		}
 	}
@@ -309,7 +303,7 @@ func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []a
 type rbacCheck struct {
 	client client.Client
 	needs  []access
-	// namespaces are where to ask (WithWatchNamespaces); none: cluster-wide.
+	// namespaces are where to ask (Options.WatchNamespaces); none: cluster-wide.
 	namespaces []string
 }
 

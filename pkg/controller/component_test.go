@@ -245,9 +245,9 @@ func TestSetup_RBACCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
 			cfg := userWithRules(t, ns, tc.rules, tc.inNamespace)
-			var setupOpts []Option
+			var setupOpts []Options
 			if tc.inNamespace {
-				setupOpts = append(setupOpts, WithWatchNamespaces(ns))
+				setupOpts = append(setupOpts, Options{WatchNamespaces: []string{ns}})
 			}
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 				Scheme:     scheme,

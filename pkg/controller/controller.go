@@ -46,7 +46,7 @@ import (
 type reconciler struct {
 	name     string
 	rm       manager
-	opts     options
+	opts     Options
 	client   client.Client // reads come from the manager's cache
 	reader   client.Reader // uncached; only when the cache cannot answer (see applyNode)
 	scheme   *runtime.Scheme
@@ -64,7 +64,7 @@ type reconciler struct {
 	ownerGVK  schema.GroupVersionKind
 	owned     []ownedType
 	ownedKind map[schema.GroupKind]bool
-	// kindReady: the WithReadyWhen rules by kind
+	// kindReady: the Options.ReadyWhen rules by kind
 	kindReady map[schema.GroupKind]resources.ReadyFunc
 	teardown  bool
 
@@ -99,7 +99,7 @@ type ownedType struct {
 // an object whose controller owner reference, or whose kdag labels, point at an owner). It
 // returns an error when name is empty, when m declares no owned type, or when a type is not in
 // the manager's scheme — setup mistakes that should stop the process at start.
-func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*reconciler, error) {
+func register(mgr ctrl.Manager, name string, m manager, opts ...Options) (*reconciler, error) {
 	c, err := newController(mgr, name, m, opts...)
 	if err != nil {
 		return nil, err
@@ -140,17 +140,14 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Option) (*reconc
 }
 
 // newController sets a reconciler up without registering it with the manager.
-func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*reconciler, error) {
+func newController(mgr ctrl.Manager, name string, rm manager, opts ...Options) (*reconciler, error) {
 	if name == "" {
 		return nil, errors.New("controller: a component with an empty name")
 	}
 	if b, ok := rm.(brokenManager); ok {
 		return nil, errors.Wrapf(b.err, "controller %s", name)
 	}
-	var o options
-	for _, opt := range opts {
-		opt.applyTo(&o)
-	}
+	o := mergeOptions(opts...)
 	o.defaults(name)
 	c := &reconciler{
 		name:      name,
@@ -165,15 +162,15 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Option) (*
 		ownedKind: map[schema.GroupKind]bool{},
 		kindReady: map[schema.GroupKind]resources.ReadyFunc{},
 	}
-	for _, k := range o.KindReadiness {
-		gvk, err := apiutil.GVKForObject(k.kind, c.scheme)
+	for _, k := range o.ReadyWhen {
+		gvk, err := apiutil.GVKForObject(k.Kind, c.scheme)
 		if err != nil {
-			return nil, errors.Wrapf(err, "controller %s: WithReadyWhen: type %T is not in the manager's scheme", name, k.kind)
+			return nil, errors.Wrapf(err, "controller %s: Options.ReadyWhen: type %T is not in the manager's scheme", name, k.Kind)
 		}
-		if k.fn == nil {
-			return nil, errors.Errorf("controller %s: WithReadyWhen(%s): nil resources.ReadyFunc", name, gvk.Kind)
+		if k.Ready == nil {
+			return nil, errors.Errorf("controller %s: Options.ReadyWhen for %s: nil resources.ReadyFunc", name, gvk.Kind)
 		}
-		c.kindReady[gvk.GroupKind()] = k.fn
+		c.kindReady[gvk.GroupKind()] = k.Ready
 	}
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)
@@ -332,7 +329,7 @@ func (c *reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 }
 
 // Reconcile brings one owner to its desired state. It implements reconcile.Reconciler. An owner
-// that WithOwnerFilter refuses is left alone, as one that is gone.
+// that Options.OwnerFilter refuses is left alone, as one that is gone.
 //
 // It returns nil when every node is ready or waits for readiness (the watch on the node's
 // object resumes the owner; RequeueAfter, 30 s, bounds the wait of an owner that is not Ready

@@ -316,9 +316,9 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		b.Cleanup(func() { _ = p.Close() }) // after the fixture's manager has stopped
 		fc.config = p.Config(env.Config)
 	}
-	var opts []Option
+	var opts []Options
 	if cc.parallel > 0 {
-		opts = append(opts, WithMaxParallelNodes(cc.parallel))
+		opts = append(opts, Options{MaxParallelNodes: cc.parallel})
 	}
 	f := startFixture(b, fc, convergeRM(width, depth), opts...)
 	// Warm up the informers, the REST mapper and the connection pool: one-off costs.

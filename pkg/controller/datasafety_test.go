@@ -31,7 +31,7 @@ import (
 // owner-UID label someone removed is still kdag's (its owner reference says so) and gets the
 // label back, instead of being refused as foreign.
 func TestOwnership_LabelAloneIsNotOwnership(t *testing.T) {
-	f := newFixture(t, widgetRM{readyDeployment: true}, WithOrderedTeardown())
+	f := newFixture(t, widgetRM{readyDeployment: true}, Options{OrderedTeardown: true})
 	w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	ctx := context.Background()

@@ -58,7 +58,7 @@ func TestReconcile_OwnerThisProcessDeletedCreatesNothing(t *testing.T) {
 			if tc.midway {
 				rm.kind = tc.deleted
 			}
-			f := newFixture(t, rm, withDeletions(d))
+			f := newFixture(t, rm, Options{deletions: d})
 			w := f.widget("app", testapi.WidgetSpec{})
 			if !tc.midway && tc.deleted.Kind != "" {
 				tc.deleted.Namespace, tc.deleted.Name = f.ns, "app"

@@ -19,7 +19,7 @@
 //     with the drift policy report (OnDrift, the owner's kdag.dev/drift), left and reported in
 //     the owner's Drifted condition; IgnoreFields' fields are sent on create only.
 //  8. Readiness is kstatus, and for a custom resource a status for the applied generation (or
-//     the node's ReadyWhen, or its kind's WithReadyWhen); a node not ready holds its dependents,
+//     the node's ReadyWhen, or its kind's Options.ReadyWhen); a node not ready holds its dependents,
 //     not an error.
 //  9. With no failed node, objects with the owner's UID label that left the graph are pruned.
 //  10. The status (Ready, Reconciling, Stalled, observedGeneration, graph summary) is applied

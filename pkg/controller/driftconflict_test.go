@@ -40,11 +40,11 @@ func TestDrift_FightIsBounded(t *testing.T) {
 	const rounds = 12
 	for _, tt := range []struct {
 		name        string
-		opts        []Option
+		opts        []Options
 		wantRepairs int
 	}{
 		{name: "default budget", wantRepairs: 5},
-		{name: "no limit", opts: []Option{WithDriftRepairLimit(-1, 0)}, wantRepairs: rounds},
+		{name: "no limit", opts: []Options{{DriftRepairLimit: -1}}, wantRepairs: rounds},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, widgetRM{readyDeployment: true}, tt.opts...)

@@ -68,7 +68,7 @@ func TestDriftPolicy_ReportLeavesDriftAndSaysSo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			f := newFixture(t, widgetRM{readyDeployment: true, configOpts: tc.configOpts}, WithMetrics(metrics.Register(reg)))
+			f := newFixture(t, widgetRM{readyDeployment: true, configOpts: tc.configOpts}, Options{Metrics: metrics.Register(reg)})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
 			if tc.annotation != "" {
 				f.annotateWidget("app", map[string]string{kdagv1alpha1.AnnotationDrift: tc.annotation})

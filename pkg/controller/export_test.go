@@ -46,11 +46,11 @@ func ReferenceObjects(c *reconciler, kind string) int {
 // shard, and the reconciler options of its manager.
 var (
 	ShardCache             func(opts cache.Options, shard string) (cache.Options, error)
-	ShardControllerOptions func(mgr ctrl.Manager, shard string) []Option
+	ShardControllerOptions func(mgr ctrl.Manager, shard string) Options
 )
 
 // Register registers the reconciler named name for rm with mgr and returns it (Setup without the
 // RBAC check), for tests that look inside it (ReferenceObjects).
-func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Option) (*reconciler, error) {
+func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Options) (*reconciler, error) {
 	return registerFor(mgr, name, rm, opts...)
 }

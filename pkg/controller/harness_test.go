@@ -110,10 +110,10 @@ type fixture struct {
 	calls *calls
 	cl    client.Client // uncached, for test setup and assertions
 	rm    ResourceManager[*testapi.Widget]
-	opts  []Option
+	opts  []Options
 }
 
-func newFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
+func newFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Options) *fixture {
 	t.Helper()
 	return startFixture(t, fixtureConfig{}, rm, opts...)
 }
@@ -121,7 +121,7 @@ func newFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Optio
 // newRegisteredFixture is newFixture with the reconciler registered with the manager (New): its
 // watches reconcile owners by themselves, and tests wait for the effect rather than call
 // Reconcile.
-func newRegisteredFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
+func newRegisteredFixture(t testing.TB, rm ResourceManager[*testapi.Widget], opts ...Options) *fixture {
 	t.Helper()
 	return startFixture(t, fixtureConfig{register: true}, rm, opts...)
 }
@@ -138,7 +138,7 @@ type fixtureConfig struct {
 	syncPeriod time.Duration
 }
 
-func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Widget], opts ...Option) *fixture {
+func startFixture(t testing.TB, fc fixtureConfig, rm ResourceManager[*testapi.Widget], opts ...Options) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ns: env.Namespace(t), calls: &calls{}, cl: env.Client, rm: rm, opts: opts}
 	namespaces := map[string]cache.Config{f.ns: {}}

@@ -53,7 +53,7 @@ func backupJob(owner string) *batchv1.Job {
 
 // hookFixture starts a fixture of hookRM, creates the Widget "app" with data, settles it, checks
 // that the hook's Job was not created while the owner lives, and deletes the Widget.
-func hookFixture(t *testing.T, data map[string]string, annotations map[string]string, opts ...Option) *fixture {
+func hookFixture(t *testing.T, data map[string]string, annotations map[string]string, opts ...Options) *fixture {
 	t.Helper()
 	f := newFixture(t, hookRM, opts...)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app", Annotations: annotations},
@@ -151,8 +151,8 @@ func (f *fixture) hookCondition() metav1.Condition {
 func TestBeforeDelete_GatesTeardownUntilTheJobCompletes(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		opts []Option
-	}{{"ordered teardown", []Option{WithOrderedTeardown()}}, {"garbage collector", nil}} {
+		opts []Options
+	}{{"ordered teardown", []Options{{OrderedTeardown: true}}}, {"garbage collector", nil}} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := hookFixture(t, nil, nil, tt.opts...)
 			if err := f.reconcileHook(); err != nil {
@@ -231,7 +231,7 @@ func TestBeforeDelete_FailureAndTimeoutStallTheTeardown(t *testing.T) {
 			recover: func(f *fixture) { completeJob(f, "app-backup") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := hookFixture(t, tt.data, nil, WithOrderedTeardown())
+			f := hookFixture(t, tt.data, nil, Options{OrderedTeardown: true})
 			if err := f.reconcileHook(); err != nil {
 				t.Fatalf("first teardown reconcile: %v", err)
 			}
@@ -334,7 +334,7 @@ func TestBeforeDelete_SkipAnnotation(t *testing.T) {
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := hookFixture(t, nil, tt.annotations, WithOrderedTeardown())
+			f := hookFixture(t, nil, tt.annotations, Options{OrderedTeardown: true})
 			if tt.before != nil {
 				tt.before(f)
 			}
@@ -361,7 +361,7 @@ func TestBeforeDelete_SkipAnnotation(t *testing.T) {
 // TestBeforeDelete_KeptHookOutlivesTheOwner: a BeforeDelete Job with Keep runs like any hook and
 // is orphaned, not deleted, by the teardown: its record stays.
 func TestBeforeDelete_KeptHookOutlivesTheOwner(t *testing.T) {
-	f := hookFixture(t, map[string]string{"keep": "yes"}, nil, WithOrderedTeardown())
+	f := hookFixture(t, map[string]string{"keep": "yes"}, nil, Options{OrderedTeardown: true})
 	if err := f.reconcileHook(); err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestBeforeDelete_BuildErrors(t *testing.T) {
 // collector would delete it), says so in a Warning event and the BeforeDelete condition, and
 // releases its finalizer.
 func TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun(t *testing.T) {
-	f := newFixture(t, hookRM, WithOrderedTeardown())
+	f := newFixture(t, hookRM, Options{OrderedTeardown: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	if err := f.cl.Delete(context.Background(), f.get(&testapi.Widget{}, "app"), client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
@@ -462,7 +462,7 @@ func TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun(t *testing.T) {
 // kdag's labels): the conditional create does not overwrite it, the Job is read from the API
 // server and judged as read, and the teardown goes on once it completes.
 func TestBeforeDelete_JobTheCacheDoesNotHold(t *testing.T) {
-	f := hookFixture(t, nil, nil, WithOrderedTeardown())
+	f := hookFixture(t, nil, nil, Options{OrderedTeardown: true})
 	w := f.get(&testapi.Widget{}, "app")
 	job := backupJob("app")
 	job.Namespace = f.ns

@@ -100,10 +100,10 @@ var keepRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 func TestKeep_OrphanedNotDeletedAndAdoptedAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		opts []Options
 	}{
 		{"finalizer for the kept objects", nil},
-		{"ordered teardown", []Option{WithOrderedTeardown()}},
+		{"ordered teardown", []Options{{OrderedTeardown: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, keepRM, tc.opts...)

@@ -113,7 +113,7 @@ func TestReadiness_RegisteredOncePerKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, plainChildRM{nodeRule: tt.nodeRule}, WithReadyWhen(&testapi.Widget{}, tt.kindRule))
+			f := newFixture(t, plainChildRM{nodeRule: tt.nodeRule}, Options{ReadyWhen: []KindReadiness{{Kind: &testapi.Widget{}, Ready: tt.kindRule}}})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 			if err := f.reconcile("app"); err != nil {
 				t.Fatalf("first reconcile: %v", err)
@@ -136,11 +136,11 @@ func TestReadiness_RegisteredOncePerKind(t *testing.T) {
 	}
 }
 
-func TestWithReadyWhen_RefusesUnknownKindsAndNil(t *testing.T) {
+func TestOptionsReadyWhen_RefusesUnknownKindsAndNil(t *testing.T) {
 	f := newFixture(t, plainChildRM{})
-	for name, opt := range map[string]Option{
-		"kind not in the scheme": WithReadyWhen(&unstructured.Unstructured{}, func(client.Object) (bool, error) { return true, nil }),
-		"nil rule":               WithReadyWhen(&testapi.Widget{}, nil),
+	for name, opt := range map[string]Options{
+		"kind not in the scheme": Options{ReadyWhen: []KindReadiness{{Kind: &unstructured.Unstructured{}, Ready: func(client.Object) (bool, error) { return true, nil }}}},
+		"nil rule":               Options{ReadyWhen: []KindReadiness{{Kind: &testapi.Widget{}, Ready: nil}}},
 	} {
 		if _, err := newController(f.mgr, "readiness-"+f.ns, mustAdapt(t, ResourceManager[*testapi.Widget](plainChildRM{})), opt); err == nil ||
 			!strings.Contains(err.Error(), "WithReadyWhen") {

@@ -135,7 +135,7 @@ func TestPrune_WaitsUntilEveryNodeIsReady(t *testing.T) {
 // repair that goes through does both.
 func TestDrift_FailedRepairIsNotReportedAsRepaired(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, widgetRM{readyDeployment: true}, WithMetrics(metrics.Register(reg)))
+	f := newFixture(t, widgetRM{readyDeployment: true}, Options{Metrics: metrics.Register(reg)})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
 	f.settle("app")
 

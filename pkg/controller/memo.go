@@ -222,7 +222,7 @@ func (c *reconciler) kstatusReady(s *nodeSpec, live client.Object) error {
 // generationObserved reports whether a custom resource's controller has written status for u's
 // generation, as far as u's status can say: false when the status is empty, or when
 // status.observedGeneration or the observedGeneration of any condition is another generation;
-// true otherwise (a status that names no generation is kstatus' to judge). WithReadyWhen
+// true otherwise (a status that names no generation is kstatus' to judge). Options.ReadyWhen
 // documents the rule.
 func generationObserved(u *unstructured.Unstructured) bool {
 	status, _ := u.Object["status"].(map[string]any)

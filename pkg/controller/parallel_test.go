@@ -41,9 +41,9 @@ func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 				}
 				return true, nil
 			})
-			var opts []Option
+			var opts []Options
 			if tt.maxParallel > 0 {
-				opts = append(opts, WithMaxParallelNodes(tt.maxParallel))
+				opts = append(opts, Options{MaxParallelNodes: tt.maxParallel})
 			}
 			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Graph) error {
 				for i := range tt.nodes {

@@ -34,7 +34,7 @@ import (
 // label-selected cache does not hold them: references keeps informers of its own that hold only
 // their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
 // informers), one per referenced kind (and namespace, with Options.ReferenceNamespaces),
-// started at the first reference of the kind. With WithNamespacedReferences they are one per
+// started at the first reference of the kind. With Options.NamespacedReferences they are one per
 // kind and namespace of the owners' references, stopped with the last owner there, so that a
 // manager of a shard holds the metadata of its own owners' namespaces only. An object's content (its keys and their hash) is
 // read from the API server only when its resourceVersion moved since kdag last read it, so an
@@ -48,7 +48,7 @@ type references struct {
 	reader     client.Reader // uncached, for the content
 	namespaces map[string]bool
 	// perNamespace: one informer per kind and namespace of the owners' references, stopped with
-	// the last owner that references something there (WithNamespacedReferences).
+	// the last owner that references something there (Options.NamespacedReferences).
 	perNamespace bool
 	started      chan struct{} // closed by Start, which sets ctx
 

@@ -31,7 +31,7 @@ var referenceRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 // user creates it, the graph proceeds. kdag never writes, labels, prunes or deletes it, and
 // reads its content once while it does not change.
 func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
-	f := newFixture(t, referenceRM, WithOrderedTeardown())
+	f := newFixture(t, referenceRM, Options{OrderedTeardown: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
 	secretID := "Secret " + f.ns + "/app-db"

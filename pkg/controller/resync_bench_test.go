@@ -189,7 +189,7 @@ func resyncHelper(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig, c
 	if err := mgr.GetClient().List(ctx, &list, client.InNamespace(cfg.Namespace)); err != nil {
 		return nil, nil, err
 	}
-	var o options
+	var o Options
 	o.defaults("scale")
 	before := snapshot()
 	start, cpu = time.Now(), rusageCPU()

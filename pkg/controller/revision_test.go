@@ -81,7 +81,7 @@ func nodeChange(rec *revision.Record, kind, name string) (revision.NodeChange, b
 // applied and its changed field paths, a Secret's key named but never its value; a component
 // switched off records the pruned object.
 func TestRevisions_RecordedOnlyOnChange(t *testing.T) {
-	f := newFixture(t, revisionRM(), WithOperatorVersion("v9.9.9"))
+	f := newFixture(t, revisionRM(), Options{OperatorVersion: "v9.9.9"})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"index": "1"},
 		Components: []string{"extra"}})
 	f.settle("app")

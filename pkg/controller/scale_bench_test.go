@@ -71,7 +71,7 @@ var scaleOwners = func() int {
 // a kdag manager with default options has in flight, MaxConcurrentReconciles × min(MaxParallelNodes,
 // children), each worker making one request at a time.
 func scaleRawWorkers() int {
-	var o options
+	var o Options
 	o.defaults("scale")
 	return o.MaxConcurrentReconciles * min(o.MaxParallelNodes, scaleChildren)
 }
@@ -711,7 +711,7 @@ func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *rec
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := registerFor(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard)...)
+	c, err := registerFor(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard))
 	if err != nil {
 		return nil, nil, err
 	}

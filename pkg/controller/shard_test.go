@@ -151,7 +151,7 @@ func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 		}
 		return nil
 	}, &testapi.Widget{})
-	comp := controller.For(name, rm, controller.WithOperatorVersion(m.version))
+	comp := controller.For(name, rm, controller.Options{OperatorVersion: m.version})
 	layer := shard.Options{Shard: shardName}
 	if err := layer.Complete(); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(layer.ControllerOptions(mgr), controller.WithMetrics(reg), controller.WithWatchNamespaces(ns))
+	opts := []controller.Options{layer.ControllerOptions(mgr), {Metrics: reg, WatchNamespaces: []string{ns}}}
 	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}, opts...); err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func shardLabel(obj client.Object) string {
 
 func init() {
 	controller.ShardCache = shard.SelectCache
-	controller.ShardControllerOptions = func(mgr ctrl.Manager, name string) []controller.Option {
+	controller.ShardControllerOptions = func(mgr ctrl.Manager, name string) controller.Options {
 		o := shard.Options{Shard: name}
 		return o.ControllerOptions(mgr)
 	}
@@ -551,7 +551,7 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.Register(mgr, "refs", rm, append(layer.ControllerOptions(mgr), controller.WithMetrics(reg))...)
+	c, err := controller.Register(mgr, "refs", rm, layer.ControllerOptions(mgr), controller.Options{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,11 +99,11 @@ func TestTeardown_DependentsDeletedBeforeBlockers(t *testing.T) {
 	tests := []struct {
 		name        string
 		rm          func(*cleanups) ResourceManager[*testapi.Widget]
-		opts        []Option
+		opts        []Options
 		wantCleanup bool
 	}{
 		{name: "WithOrderedTeardown", rm: func(*cleanups) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
-			opts: []Option{WithOrderedTeardown()}},
+			opts: []Options{{OrderedTeardown: true}}},
 		{name: "Cleaner", rm: func(c *cleanups) ResourceManager[*testapi.Widget] {
 			return cleaningRM{widgetRM{readyDeployment: true}, c}
 		},
@@ -184,7 +184,7 @@ func TestTeardown_NoFinalizerWithoutCleanerOrOrderedTeardown(t *testing.T) {
 }
 
 func TestTeardown_FailedDeleteIsReturnedAndRetried(t *testing.T) {
-	f := newFixture(t, widgetRM{readyDeployment: true}, WithOrderedTeardown())
+	f := newFixture(t, widgetRM{readyDeployment: true}, Options{OrderedTeardown: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3})
 	f.settle("app")
 

@@ -131,15 +131,15 @@ func TestUserKeep_OwnerReferenceDroppedAndOrphanedOnPrune(t *testing.T) {
 func TestUserKeep_OrphanedOnOwnerDeletion(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		opts []Options
 		// settled: a reconcile ran after the user's annotation (the owner reference is gone
 		// before the deletion); otherwise the owner is deleted first.
 		settled bool
 	}{
 		{name: "finalizer for the kept objects", settled: true},
 		{name: "finalizer for the kept objects, annotated just before the deletion"},
-		{name: "ordered teardown", opts: []Option{WithOrderedTeardown()}, settled: true},
-		{name: "ordered teardown, annotated just before the deletion", opts: []Option{WithOrderedTeardown()}},
+		{name: "ordered teardown", opts: []Options{{OrderedTeardown: true}}, settled: true},
+		{name: "ordered teardown, annotated just before the deletion", opts: []Options{{OrderedTeardown: true}}},
 	} {
 		for _, a := range userKeepAnnotations {
 			t.Run(tc.name+"/"+a.name, func(t *testing.T) {

@@ -283,7 +283,7 @@ type explorer struct {
 //
 //	&controllertest.ShardLayer{
 //		SelectCache: shard.SelectCache,
-//		ControllerOptions: func(mgr ctrl.Manager, name string) []controller.Option {
+//		ControllerOptions: func(mgr ctrl.Manager, name string) controller.Options {
 //			return (&shard.Options{Shard: name}).ControllerOptions(mgr)
 //		},
 //	}
@@ -293,7 +293,7 @@ type ShardLayer struct {
 	SelectCache func(opts cache.Options, shard string) (cache.Options, error)
 	// ControllerOptions returns the options that make the manager's Controllers the shard's (its
 	// owner filter, the hand-over).
-	ControllerOptions func(mgr ctrl.Manager, shard string) []controller.Option
+	ControllerOptions func(mgr ctrl.Manager, shard string) controller.Options
 }
 
 // run runs the scenario once in a new namespace with the crash point n (0: none, the clean run)

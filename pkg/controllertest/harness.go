@@ -148,9 +148,9 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 	if err != nil {
 		return nil, errors.Wrap(err, "metrics")
 	}
-	opts := []controller.Option{controller.WithMetrics(m), controller.WithWatchNamespaces(h.Namespace)}
+	opts := []controller.Options{{Metrics: m, WatchNamespaces: []string{h.Namespace}}}
 	if h.layer != nil {
-		opts = append(opts, h.layer.ControllerOptions(mgr, shard)...)
+		opts = append(opts, h.layer.ControllerOptions(mgr, shard))
 	}
 	if err := controller.Setup(ctx, mgr, components, opts...); err != nil {
 		return nil, errors.Wrapf(err, "set up components in namespace %s", h.Namespace)

@@ -121,7 +121,7 @@ type ManagerOptions struct {
 	// a faults.Script).
 	Wraps []func(http.RoundTripper) http.RoundTripper
 	// ControllerOptions are added to every component's (controller.Setup).
-	ControllerOptions []controller.Option
+	ControllerOptions []controller.Options
 	// Log, when set, is the manager's log; nil: a new one (NewManagerLog).
 	Log *ManagerLog
 	// Logger, when set, is where the manager logs instead of Log's file: for a test that reads

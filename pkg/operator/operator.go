@@ -32,7 +32,7 @@ type Options struct {
 	// the default leader election ID's first label. Required: a DNS label ("kdag", "hello").
 	Name string
 	// Version is the operator's version, written into every owner's status
-	// (controller.WithOperatorVersion) and printed by --version. Default "dev".
+	// (controller.Options.OperatorVersion) and printed by --version. Default "dev".
 	Version string
 	// Scheme knows every type the components reconcile and apply: client-go's
 	// (clientgoscheme.AddToScheme) and the owner types. Required.
@@ -64,13 +64,13 @@ type Options struct {
 	// Default: unsharded.
 	Sharding shard.Options
 	// Concurrency is the number of owners each controller reconciles in parallel (--concurrency).
-	// Default 0: kdag's (controller.WithMaxConcurrentReconciles). Negative is an error.
+	// Default 0: kdag's (controller.Options.MaxConcurrentReconciles). Negative is an error.
 	Concurrency int
 	// ControllerConcurrency sets Concurrency per component name (--NAME-concurrency); 0 means
 	// Concurrency. A name that no component has, or a negative value, is an error.
 	ControllerConcurrency map[string]int
 	// ControllerOptions apply to every component, before each component's own (controller.Setup).
-	ControllerOptions []controller.Option
+	ControllerOptions []controller.Options
 	// ManagerOptions, when set, edits the manager's options last, before the manager is made:
 	// cache namespaces, a webhook server, controller-runtime settings kdag does not set.
 	ManagerOptions func(*ctrl.Options)
@@ -154,7 +154,7 @@ func (o Options) withConcurrency(components []controller.Component) []controller
 			n = o.Concurrency
 		}
 		if n > 0 {
-			c = c.With(controller.WithMaxConcurrentReconciles(n))
+			c = c.With(controller.Options{MaxConcurrentReconciles: n})
 		}
 		out[i] = c
 	}
@@ -212,8 +212,8 @@ func Run(ctx context.Context, components []controller.Component, opts Options) e
 	if err != nil {
 		return errors.Wrap(err, "operator: create the manager")
 	}
-	setupOpts := append([]controller.Option{controller.WithOperatorVersion(o.Version)}, o.ControllerOptions...)
-	if err := controller.Setup(ctx, mgr, components, append(setupOpts, o.Sharding.ControllerOptions(mgr)...)...); err != nil {
+	setupOpts := append([]controller.Options{{OperatorVersion: o.Version}}, o.ControllerOptions...)
+	if err := controller.Setup(ctx, mgr, components, append(setupOpts, o.Sharding.ControllerOptions(mgr))...); err != nil {
 		return err
 	}
 	// Dynamic shards: the member Lease and the assigner. In every mode: a Warning event and

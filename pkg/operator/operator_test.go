@@ -79,7 +79,7 @@ func TestRun_ReconcilesAnOwnerAndStopsOnCancel(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	opts := testOptions(t, env.Config, ns)
-	opts.ControllerOptions = []controller.Option{controller.WithFieldManager("pages-test")}
+	opts.ControllerOptions = []controller.Options{{FieldManager: "pages-test"}}
 	go func() {
 		done <- Run(ctx, []controller.Component{controller.For("pages", pages{})}, opts)
 	}()

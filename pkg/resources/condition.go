@@ -13,7 +13,7 @@ import (
 )
 
 // ReadyFunc decides whether a node's live object is ready, replacing the kstatus rule for that
-// node (controller.ReadyWhen, controller.WithReadyWhen). live has the type that was added. An
+// node (controller.ReadyWhen, controller.Options.ReadyWhen). live has the type that was added. An
 // error fails the node.
 type ReadyFunc func(live client.Object) (bool, error)
 

@@ -54,7 +54,7 @@ type Record struct {
 	Generation int64 `json:"generation"`
 	// SpecHash is SpecHash(Spec): equal hashes, equal specs.
 	SpecHash string `json:"specHash"`
-	// OperatorVersion is the version of the operator that reconciled (controller.WithOperatorVersion).
+	// OperatorVersion is the version of the operator that reconciled (controller.Options.OperatorVersion).
 	OperatorVersion string `json:"operatorVersion,omitempty"`
 	// Controller is the kdag controller's name.
 	Controller string `json:"controller,omitempty"`

@@ -21,7 +21,7 @@
 //     ShardNotServed on each, and the gauge kdag_owners_unserved.
 //
 // Package controller knows no shard: the layer uses its generic hooks (controller.CacheOptions'
-// entries, WithOwnerFilter, WithReconcilerWrapper, WithNamespacedReferences). Usage, in main:
+// entries, Options.OwnerFilter, Options.Wrappers, Options.NamespacedReferences). Usage, in main:
 //
 //	var o shard.Options
 //	o.RegisterFlags(fs)
@@ -30,7 +30,7 @@
 //	if err := o.Complete(); err != nil { ... }
 //	mgrOpts, _ := o.ManagerOptions(ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(scheme, components...)})
 //	mgr, _ := ctrl.NewManager(cfg, mgrOpts)
-//	_ = controller.Setup(ctx, mgr, components, o.ControllerOptions(mgr)...)
+//	_ = controller.Setup(ctx, mgr, components, o.ControllerOptions(mgr))
 //	_ = o.Add(mgr, components)
 //
 // docs/sharding.md ("Dynamic shards") describes the handshake, the fencing rule and the

@@ -36,6 +36,6 @@ func Example() {
 	}
 	mgrOpts, _ := layer.ManagerOptions(ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(scheme, components...)})
 	mgr, _ := ctrl.NewManager(cfg, mgrOpts)
-	_ = controller.Setup(ctx, mgr, components, layer.ControllerOptions(mgr)...)
+	_ = controller.Setup(ctx, mgr, components, layer.ControllerOptions(mgr))
 	_ = layer.Add(mgr, components)
 }

@@ -29,7 +29,7 @@ import (
 //	if err := o.Complete(); err != nil { ... }
 //	mgrOpts, _ := o.ManagerOptions(ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(scheme, components...)})
 //	mgr, _ := ctrl.NewManager(cfg, mgrOpts)
-//	_ = controller.Setup(ctx, mgr, components, o.ControllerOptions(mgr)...)
+//	_ = controller.Setup(ctx, mgr, components, o.ControllerOptions(mgr))
 //	_ = o.Add(mgr, components)
 type Options struct {
 	// Shard is the static shard the manager reconciles (--shard): the owners labelled
@@ -181,13 +181,13 @@ func (o *Options) ManagerOptions(base ctrl.Options) (ctrl.Options, error) {
 
 // ControllerOptions returns the controller options of every Controller of the manager (give
 // them to controller.Setup): the shard's owner filter (InShard), the hand-over (HandOver, with
-// mgr's client) for a sharded manager, and WithNamespacedReferences, so that the informers of
+// mgr's client) for a sharded manager, and Options.NamespacedReferences, so that the informers of
 // referenced objects hold the namespaces of the shard's owners only.
-func (o *Options) ControllerOptions(mgr ctrl.Manager) []controller.Option {
-	opts := []controller.Option{controller.WithOwnerFilter(InShard(o.Name()))}
+func (o *Options) ControllerOptions(mgr ctrl.Manager) controller.Options {
+	opts := controller.Options{OwnerFilter: InShard(o.Name())}
 	if o.Name() != "" {
-		opts = append(opts, controller.WithReconcilerWrapper(HandOver(mgr.GetClient(), o.Name())),
-			controller.WithNamespacedReferences())
+		opts.Wrappers = []controller.ReconcilerWrapper{HandOver(mgr.GetClient(), o.Name())}
+		opts.NamespacedReferences = true
 	}
 	return opts
 }

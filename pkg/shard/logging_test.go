@@ -99,7 +99,7 @@ func TestAdd_LogsToTheManagersLogger(t *testing.T) {
 	if err := layer.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Setup(t.Context(), mgr, comps, append(layer.ControllerOptions(mgr), controller.WithWatchNamespaces(ns))...); err != nil {
+	if err := controller.Setup(t.Context(), mgr, comps, layer.ControllerOptions(mgr), controller.Options{WatchNamespaces: []string{ns}}); err != nil {
 		t.Fatal(err)
 	}
 	opts := []Option{WithNamespace(ns), WithLeaseDuration(testLease), WithWatchNamespaces(ns)}

@@ -170,7 +170,7 @@ func (rm widgetRM) AddResources(_ context.Context, w *testapi.Widget, b *control
 // election. It returns the function that stops it and waits until it has.
 func startReplica(t *testing.T, env *envtest.Environment, ns, id string, act *activity) (stop func()) {
 	t.Helper()
-	comp := controller.For("widgets", widgetRM{replica: id, act: act}, controller.WithOperatorVersion("replica-"+id))
+	comp := controller.For("widgets", widgetRM{replica: id, act: act}, controller.Options{OperatorVersion: "replica-" + id})
 	layer := Options{Shards: "auto", ID: id, Namespace: ns, LeaseDuration: testLease}
 	if err := layer.Complete(); err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func startReplica(t *testing.T, env *envtest.Environment, ns, id string, act *ac
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(layer.ControllerOptions(mgr), controller.WithMetrics(reg), controller.WithWatchNamespaces(ns))
+	opts := []controller.Options{layer.ControllerOptions(mgr), {Metrics: reg, WatchNamespaces: []string{ns}}}
 	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}, opts...); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // kdag.dev/shard with its shard's name, an unsharded manager those without the label. A shard is
 // a layer over pkg/controller, not code inside it: the manager's cache selects the shard's owners
 // and objects (SelectCache), each Controller leaves other owners alone (InShard, given as
-// controller.WithOwnerFilter), and the objects kdag applies carry their owner's shard label
+// controller.Options.OwnerFilter), and the objects kdag applies carry their owner's shard label
 // (pkg/apply copies it), so a child owner lands in its parent's shard. Dynamic shards add the
 // hand-over (HandOver). docs/sharding.md is the user's side.
 
@@ -103,7 +103,7 @@ func SelectCache(opts cache.Options, shard string) (cache.Options, error) {
 	return opts, nil
 }
 
-// InShard returns the owner filter of a manager of shard (controller.WithOwnerFilter): true for
+// InShard returns the owner filter of a manager of shard (controller.Options.OwnerFilter): true for
 // an owner labelled kdag.dev/shard=shard, or, without a shard, for an owner without the label.
 // The cache from SelectCache holds only such owners; the filter keeps a manager whose cache
 // does not from reconciling another shard's owners.

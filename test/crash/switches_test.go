@@ -225,7 +225,7 @@ func TestGitea_ShardMove(t *testing.T) {
 			c.ShardComponents = func(string) []controller.Component { return controllers.Components(nil) }
 			c.ShardLayer = &controllertest.ShardLayer{
 				SelectCache: shard.SelectCache,
-				ControllerOptions: func(mgr ctrl.Manager, name string) []controller.Option {
+				ControllerOptions: func(mgr ctrl.Manager, name string) controller.Options {
 					return (&shard.Options{Shard: name}).ControllerOptions(mgr)
 				},
 			}

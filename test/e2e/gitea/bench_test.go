@@ -24,8 +24,8 @@ import (
 //
 // The engines:
 //   - kdag: the operator (controllers.Setup) with default options;
-//   - serial: the same operator applying one object at a time: WithMaxParallelNodes(1) and
-//     WithMaxConcurrentReconciles(1) for each of its four controllers (which still run side by
+//   - serial: the same operator applying one object at a time: Options{MaxParallelNodes: 1,
+//     MaxConcurrentReconciles: 1} for each of its four controllers (which still run side by
 //     side, one per kind). kdag's graph, readiness gates and status hooks without the parallelism;
 //   - plain: the baseline issue 16 item 1 asks for, the same graph applied one object at a time
 //     by a plain sequential controller-runtime reconciler per kind (plainReconciler in
@@ -38,7 +38,7 @@ import (
 // (their TestMain starts a cluster): run it with
 // go test -run '^$' -bench BenchmarkSample_TimeToReady ./test/e2e/gitea/.
 func BenchmarkSample_TimeToReady(b *testing.B) {
-	kdag := func(opts ...controller.Option) func(testing.TB, *rest.Config, string) func() {
+	kdag := func(opts ...controller.Options) func(testing.TB, *rest.Config, string) func() {
 		return func(t testing.TB, cfg *rest.Config, ns string) func() {
 			stop, _ := startManagerWithConfig(t, cfg, ns, "bench", opts...)
 			return stop
@@ -49,7 +49,7 @@ func BenchmarkSample_TimeToReady(b *testing.B) {
 		start func(t testing.TB, cfg *rest.Config, ns string) (stop func())
 	}{
 		{"kdag", kdag()},
-		{"serial", kdag(controller.WithMaxParallelNodes(1), controller.WithMaxConcurrentReconciles(1))},
+		{"serial", kdag(controller.Options{MaxParallelNodes: 1, MaxConcurrentReconciles: 1})},
 		{"plain", func(t testing.TB, cfg *rest.Config, ns string) func() { return startPlainManager(t, cfg, ns, nil) }},
 	}
 	for _, rtt := range []time.Duration{0, 20 * time.Millisecond} {

@@ -164,9 +164,9 @@ func startManagerWithLog(t *testing.T, ns, operatorVersion string) (stop func(),
 
 // startManagerWithConfig is startManagerWithLog reaching the API server with cfg (through a
 // latency proxy, say), with opts added to every component's.
-func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion string, opts ...controller.Option) (stop func(), logPath string) {
+func startManagerWithConfig(t testing.TB, cfg *rest.Config, ns, operatorVersion string, opts ...controller.Options) (stop func(), logPath string) {
 	t.Helper()
-	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion(operatorVersion)}, opts...)...)
+	components := controllers.Components(nil, append([]controller.Options{{OperatorVersion: operatorVersion}}, opts...)...)
 	m := controllertest.StartManager(t, cfg, scheme, components, controllertest.ManagerOptions{Namespace: ns})
 	return func() { _ = m.Stop() }, m.Log.Path() // the test's cleanup reports Stop's error
 }

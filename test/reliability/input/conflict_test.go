@@ -124,7 +124,7 @@ func TestConflict_FieldFightIsBounded(t *testing.T) {
 		baselineFor = 8 * time.Second
 	)
 	// The unbounded baseline, on an operator without the limit.
-	unbounded := fight(t, "unbounded", baselineFor, controller.WithDriftRepairLimit(-1, 0))
+	unbounded := fight(t, "unbounded", baselineFor, controller.Options{DriftRepairLimit: -1})
 	t.Logf("without a limit: %d writes of the ConfigMap in %s (%.0f per minute)", unbounded.writes, baselineFor, perMinute(unbounded.writes, baselineFor))
 	if unbounded.writes < 20 {
 		t.Errorf("without a limit kdag wrote the ConfigMap %d times in %s; want at least 20: the fight did not happen", unbounded.writes, baselineFor)
@@ -176,7 +176,7 @@ const quietFor = 5 * time.Second
 // fight runs an operator with opts on a new namespace with a Valkey "fight", waits until it is
 // Ready, counts kdag's writes of its ConfigMap while nobody else writes for quietFor, then while
 // field manager "rogue-sync" force-applies another valkey.conf every 100 ms for d.
-func fight(t *testing.T, name string, d time.Duration, opts ...controller.Option) fightResult {
+func fight(t *testing.T, name string, d time.Duration, opts ...controller.Options) fightResult {
 	t.Helper()
 	ctx := t.Context()
 	ns := local.Namespace(t)

@@ -89,7 +89,7 @@ func externalDB(name string) map[string]any {
 func TestBadInput_CorpusRefusedWhileValidOwnerBecomesReady(t *testing.T) {
 	ns := local.Namespace(t)
 	terminating := terminatingNamespace(t)
-	startOperator(t, []string{ns, terminating}, controller.WithReferenceNamespaces(ns, terminating))
+	startOperator(t, []string{ns, terminating}, controller.Options{ReferenceNamespaces: []string{ns, terminating}})
 	ctx := t.Context()
 
 	// The valid owners, reconciled at the same time as the bad ones.

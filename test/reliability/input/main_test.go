@@ -138,13 +138,13 @@ type operator struct {
 // startOperator runs the reference operator as main.go does (controllers.Components, controller.Setup and CacheOptions,
 // the API client instrumented for tracing), limited to the namespaces ns, with opts for every
 // controller. Every request it sends to the API server is recorded. The test's cleanup stops it.
-func startOperator(t *testing.T, ns []string, opts ...controller.Option) *operator {
+func startOperator(t *testing.T, ns []string, opts ...controller.Options) *operator {
 	t.Helper()
 	op := &operator{requests: &requests.Recorder{}}
 	cfg := rest.CopyConfig(local.Config)
 	cfg.Wrap(tracing.WrapTransport)
 	cfg.Wrap(op.requests.Wrap)
-	components := controllers.Components(nil, append([]controller.Option{controller.WithOperatorVersion("reliability")}, opts...)...)
+	components := controllers.Components(nil, append([]controller.Options{{OperatorVersion: "reliability"}}, opts...)...)
 	cacheOpts := controller.CacheOptions(scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 	for _, n := range ns {

@@ -255,9 +255,9 @@ func newManager(t *testing.T, o managerOptions) *runningManager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copts := []controller.Option{controller.WithMaxConcurrentReconciles(max(o.maxConcurrent, 1)), controller.WithMetrics(m)}
+	copts := []controller.Options{{MaxConcurrentReconciles: max(o.maxConcurrent, 1)}, {Metrics: m}}
 	if o.maxParallelNodes > 0 {
-		copts = append(copts, controller.WithMaxParallelNodes(o.maxParallelNodes))
+		copts = append(copts, controller.Options{MaxParallelNodes: o.maxParallelNodes})
 	}
 	comp := controller.For(controllerName, rm, copts...)
 	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}); err != nil {
