@@ -139,12 +139,12 @@ func TestReadiness_RegisteredOncePerKind(t *testing.T) {
 func TestOptionsReadyWhen_RefusesUnknownKindsAndNil(t *testing.T) {
 	f := newFixture(t, plainChildRM{})
 	for name, opt := range map[string]Options{
-		"kind not in the scheme": Options{ReadyWhen: []KindReadiness{{Kind: &unstructured.Unstructured{}, Ready: func(client.Object) (bool, error) { return true, nil }}}},
-		"nil rule":               Options{ReadyWhen: []KindReadiness{{Kind: &testapi.Widget{}, Ready: nil}}},
+		"kind not in the scheme": {ReadyWhen: []KindReadiness{{Kind: &unstructured.Unstructured{}, Ready: func(client.Object) (bool, error) { return true, nil }}}},
+		"nil rule":               {ReadyWhen: []KindReadiness{{Kind: &testapi.Widget{}, Ready: nil}}},
 	} {
 		if _, err := newController(f.mgr, "readiness-"+f.ns, mustAdapt(t, ResourceManager[*testapi.Widget](plainChildRM{})), opt); err == nil ||
-			!strings.Contains(err.Error(), "WithReadyWhen") {
-			t.Errorf("%s: New error %v, want one naming WithReadyWhen", name, err)
+			!strings.Contains(err.Error(), "Options.ReadyWhen") {
+			t.Errorf("%s: New error %v, want one naming Options.ReadyWhen", name, err)
 		}
 	}
 }

@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -319,8 +321,9 @@ func (r *matrixRun) updateOwner(mutate func(*testapi.Widget)) {
 }
 
 // settle reconciles the owner until two reconciles in a row leave the owner and its object as
-// they were (same resourceVersions, read from the API server): the cache caught up and nothing
-// is left to write.
+// they were (same resourceVersions, read from the API server) and neither asks to come back
+// within matrixSoon (an object re-created once the old one has been gone long enough, a
+// finalizer just added): the cache caught up and nothing is left to write.
 func (r *matrixRun) settle() {
 	version := func() string {
 		v := ""
@@ -334,10 +337,13 @@ func (r *matrixRun) settle() {
 	}
 	last, same := "", 0
 	err := wait.PollUntilContextTimeout(context.Background(), 150*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		_ = r.f.reconcile(r.owner)
-		if v := version(); v == last {
+		res, _ := r.f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.f.ns, Name: r.owner}})
+		switch v := version(); {
+		case res.RequeueAfter > 0 && res.RequeueAfter <= matrixSoon:
+			last, same = "", 0
+		case v == last:
 			same++
-		} else {
+		default:
 			last, same = v, 0
 		}
 		return same >= 2, nil
@@ -346,6 +352,11 @@ func (r *matrixRun) settle() {
 		r.fail("did not settle within 30s")
 	}
 }
+
+// matrixSoon is how soon a reconcile that asks to come back has work left: the apply engine's
+// wait before it creates an object again after a Recreate (apply.Options.RecreateSettle's
+// default) and shorter requeues.
+const matrixSoon = 3 * time.Second
 
 // kept reports whether the node keeps the object, by its policy or a user's annotation.
 func (r *matrixRun) kept(cm *corev1.ConfigMap) bool {

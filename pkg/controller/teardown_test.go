@@ -102,7 +102,7 @@ func TestTeardown_DependentsDeletedBeforeBlockers(t *testing.T) {
 		opts        []Options
 		wantCleanup bool
 	}{
-		{name: "WithOrderedTeardown", rm: func(*cleanups) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
+		{name: "Options.OrderedTeardown", rm: func(*cleanups) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
 			opts: []Options{{OrderedTeardown: true}}},
 		{name: "Cleaner", rm: func(c *cleanups) ResourceManager[*testapi.Widget] {
 			return cleaningRM{widgetRM{readyDeployment: true}, c}
