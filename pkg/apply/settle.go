@@ -20,12 +20,14 @@ import (
 // Recreate fault, which re-creates 20 StatefulSets at once: 3 of them stuck in one run on a
 // loaded machine, all created again within 260 ms of the old one's deletion.
 type recreations struct {
-	mu sync.Mutex
-	// objects: objectKey -> when the engine first found the deleted object gone (zero: not yet)
-	objects map[string]time.Time
-	// deleted: objectKey -> when the engine deleted it, to forget entries whose owner never comes
-	// back for them
-	deleted map[string]time.Time
+	mu      sync.Mutex
+	objects map[string]recreation // by objectKey
+}
+
+// recreation is one object the engine deleted to re-create it.
+type recreation struct {
+	deleted time.Time // when the engine deleted it, to forget it if its owner never asks again
+	gone    time.Time // when the engine first found it gone; zero: not yet
 }
 
 // recreationMemory is how long an entry is kept for an object whose owner never asks again.
@@ -40,15 +42,14 @@ func (r *recreations) deletedAt(key string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.objects == nil {
-		r.objects, r.deleted = map[string]time.Time{}, map[string]time.Time{}
+		r.objects = map[string]recreation{}
 	}
-	for k, at := range r.deleted {
-		if now.Sub(at) > recreationMemory {
+	for k, o := range r.objects {
+		if now.Sub(o.deleted) > recreationMemory {
 			delete(r.objects, k)
-			delete(r.deleted, k)
 		}
 	}
-	r.objects[key], r.deleted[key] = time.Time{}, now
+	r.objects[key] = recreation{deleted: now}
 }
 
 // settling returns how much longer the creation of the object of key waits: zero when the engine
@@ -57,18 +58,17 @@ func (r *recreations) deletedAt(key string, now time.Time) {
 func (r *recreations) settling(key string, now time.Time, settle time.Duration) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	gone, ok := r.objects[key]
+	o, ok := r.objects[key]
 	if !ok {
 		return 0
 	}
-	if gone.IsZero() {
-		r.objects[key] = now
-		gone = now
+	if o.gone.IsZero() {
+		o.gone = now
+		r.objects[key] = o
 	}
-	if left := settle - now.Sub(gone); left > 0 {
+	if left := settle - now.Sub(o.gone); left > 0 {
 		return left
 	}
 	delete(r.objects, key)
-	delete(r.deleted, key)
 	return 0
 }
