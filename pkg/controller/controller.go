@@ -403,6 +403,9 @@ func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// The revision of what the graph wrote is recorded while the status is written; the
+	// reconcile ends once both are done.
+	defer c.startRevision(ctx, owner, r)()
 	if c.opts.deletions.deleted(owner.GetUID()) {
 		// This process deleted the owner while the graph ran (a parent's prune): no status for
 		// an owner that is going. Its deletion event brings it back; the requeue bounds the wait.
@@ -467,7 +470,6 @@ func (c *reconciler) reconcileGraph(ctx context.Context, owner client.Object) (*
 		r.recordPrune(c.prune(ctx, owner, index))
 	}
 	c.observeRun(owner, r, time.Since(runStart))
-	c.recordRevision(ctx, owner, r)
 	return r, nil
 }
 

@@ -48,15 +48,32 @@ func watchRevisions(mgr ctrl.Manager) error {
 	return err
 }
 
-// recordRevision records r as a revision of owner when r wrote any object, and deletes the
-// oldest revisions beyond the owner's history limit. A failure is logged and reported with a
-// Warning event; it never fails the reconcile (the objects are written; only their history
-// lacks an entry). Cluster-scoped owners have no revisions (a ControllerRevision is namespaced).
-func (c *reconciler) recordRevision(ctx context.Context, owner client.Object, r *outcome) {
+// startRevision records r as a revision of owner, when r wrote any object, on a goroutine of
+// its own, and returns a function that waits until it is recorded. The revision and the owner's
+// status are independent writes: sent together, the revision adds no round trip to the owner's
+// way to Ready (issue 32). The goroutine works on a copy of owner (the status write updates
+// owner in place) and on what r wrote, taken before it starts; it never reads r. A reconcile
+// that wrote nothing starts nothing.
+func (c *reconciler) startRevision(ctx context.Context, owner client.Object, r *outcome) (wait func()) {
 	changes := r.revisionNodes()
 	if len(changes) == 0 || owner.GetNamespace() == "" {
-		return
+		return func() {}
 	}
+	owner = owner.DeepCopyObject().(client.Object)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.recordRevision(ctx, owner, changes)
+	}()
+	return func() { <-done }
+}
+
+// recordRevision records changes (what a reconcile wrote, non-empty) as a revision of owner,
+// and deletes the oldest revisions beyond the owner's history limit. A failure is logged and
+// reported with a Warning event; it never fails the reconcile (the objects are written; only
+// their history lacks an entry). Cluster-scoped owners have no revisions (a ControllerRevision
+// is namespaced): startRevision never calls it for one.
+func (c *reconciler) recordRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange) {
 	limit, valid := revision.HistoryLimit(owner)
 	if !valid {
 		c.event(ctx, owner, corev1.EventTypeWarning, "InvalidRevisionHistoryLimit",

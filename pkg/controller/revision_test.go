@@ -6,10 +6,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -228,5 +231,45 @@ func TestCacheOptions_RevisionsWithoutData(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed}, Data: map[string]string{"a": "b"}}
 	if got, err := by.Transform(cm); err != nil || got.(*corev1.ConfigMap).Data["a"] != "b" || got.(*corev1.ConfigMap).ManagedFields == nil {
 		t.Errorf("a ConfigMap through the revisions' transform: %v, %v; want it unchanged", got, err)
+	}
+}
+
+// TestRevisions_WrittenBesideTheStatus: the revision of a deploy and the owner's status are sent
+// together, so that the revision costs no round trip on the owner's way to Ready (issue 32). The
+// revision's create is held until the status write is back; were the two sent one after the
+// other, the status would never come while it is held.
+func TestRevisions_WrittenBesideTheStatus(t *testing.T) {
+	f := newFixture(t, revisionRM())
+	statusPath := "/apis/testing.kdag.dev/v1alpha1/namespaces/" + f.ns + "/widgets/app/status"
+	statusSeen := func() bool {
+		for _, r := range f.calls.Requests() {
+			if r.Write() && r.String() == "PATCH "+statusPath {
+				return true
+			}
+		}
+		return false
+	}
+	var besideStatus atomic.Bool
+	f.calls.AfterNext("POST", "/apis/apps/v1/namespaces/"+f.ns+"/controllerrevisions", func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for !statusSeen() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		besideStatus.Store(statusSeen())
+	})
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"index": "1"}})
+	f.calls.Reset()
+	if err := f.reconcile("app"); err != nil {
+		t.Fatal(err)
+	}
+	if !besideStatus.Load() {
+		t.Error("the status was written only after the revision: want both sent together")
+	}
+	// The reconcile ends once both are written.
+	if revs := f.revisionsOf("app"); len(revs) != 1 {
+		t.Errorf("after the reconcile: %d revisions, want 1", len(revs))
+	}
+	if !meta.IsStatusConditionTrue(f.status("app").Conditions, kdagv1alpha1.ConditionReady) {
+		t.Errorf("status after the deploy: %+v, want Ready", f.status("app").Conditions)
 	}
 }
