@@ -205,8 +205,8 @@ bench: tools-cluster $(BENCHSTAT) ## Run the benchmarks (BENCH=regexp, BENCH_COU
 	$(if $(SCALE_BENCH),go test -run '^$$' -bench '$(SCALE_BENCH)' -benchtime 1x -count $(SCALE_COUNT) -timeout 60m ./pkg/controller/ | tee -a $(BIN)/bench.txt)
 	$(BENCHSTAT) $(BIN)/bench.txt
 
-# The archive `make bench-bundle` writes.
-BENCH_BUNDLE ?= $(BIN)/kdag-bench-linux-amd64.tar.gz
+# The archive `make bench-bundle` writes (xz: about 40 MB, small enough to carry to a lent machine).
+BENCH_BUNDLE ?= $(BIN)/kdag-bench-linux-amd64.tar.xz
 
 .PHONY: bench-bundle
 bench-bundle: $(KUBE_DIR)/kube-apiserver $(ETCD) ## Write BENCH_BUNDLE: the benchmark test binaries, kube-apiserver, etcd and run.sh, for a Linux amd64 machine without Go or network (docs/benchmarks.md, "Many cores").
@@ -214,11 +214,11 @@ bench-bundle: $(KUBE_DIR)/kube-apiserver $(ETCD) ## Write BENCH_BUNDLE: the benc
 	@stage=$$(mktemp -d) && trap 'rm -rf "$$stage"' EXIT && dir=$$stage/kdag-bench && mkdir -p $$dir/bin && \
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -trimpath -ldflags '-s -w' -o $$dir/controller.test ./pkg/controller/ && \
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -trimpath -ldflags '-s -w' -o $$dir/graph.test ./pkg/graph/ && \
-	cp -L $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kubectl $(ETCD) $$dir/bin/ && \
+	cp -L $(KUBE_DIR)/kube-apiserver $(ETCD) $$dir/bin/ && \
 	if [ -x $(BIN)/benchstat ]; then cp -L $(BIN)/benchstat $$dir/bin/; else echo "no bin/benchstat (make tools-dev): the bundle writes no summaries"; fi && \
 	cp hack/bench-bundle/run.sh $$dir/ && \
 	echo "$(VERSION) $(REVISION) kube-apiserver $(KUBE_VERSION) etcd $(ETCD_VERSION)" > $$dir/VERSION && \
-	mkdir -p $(dir $(BENCH_BUNDLE)) && tar -C $$stage -czf $(BENCH_BUNDLE).tmp kdag-bench && mv $(BENCH_BUNDLE).tmp $(BENCH_BUNDLE)
+	mkdir -p $(dir $(BENCH_BUNDLE)) && tar -C $$stage -cf - kdag-bench | xz -T0 -6 > $(BENCH_BUNDLE).tmp && mv $(BENCH_BUNDLE).tmp $(BENCH_BUNDLE)
 	@ls -l $(BENCH_BUNDLE)
 
 ##@ Release (no container runtime needed)

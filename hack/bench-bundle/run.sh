@@ -10,6 +10,8 @@
 #              2 for scale and replicas
 #   BENCHTIME  -test.benchtime; default per group (converge 6x, noop 400x, scale 1x)
 #   TIMEOUT    -test.timeout of each group; default 120m
+#   BUDGET     seconds for all the groups together (a lent machine's time): a group still running
+#              when it is spent is interrupted (its partial output kept), the groups after it skipped
 #
 # RESULTS_DIR gets one <group>.txt per group (benchmark output, benchstat's format), a
 # <group>.summary.txt from the bundled benchstat, machine.txt (CPU, memory, kernel, the bundle's
@@ -18,7 +20,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-	sed -n '5,18p' "$0" >&2
+	sed -n '5,20p' "$0" >&2
 	exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,9 +30,10 @@ shift
 groups=("$@")
 [[ ${#groups[@]} -gt 0 ]] || groups=(converge scale replicas noop scheduler)
 
-# The envtest control plane of the bundle (kube-apiserver, etcd, kubectl), never one on PATH.
+# The envtest control plane of the bundle (kube-apiserver, etcd), never one on PATH.
 export KUBEBUILDER_ASSETS=$here/bin
 timeout=${TIMEOUT:-120m}
+deadline=$((SECONDS + ${BUDGET:-1000000000}))
 
 {
 	echo "bundle: $(cat "$here/VERSION")"
@@ -48,11 +51,24 @@ run() {
 	echo "$group before: $(uptime)" >> "$out/load.txt"
 	echo "== $group: $binary -test.bench '${FILTER:-$bench}'" >&2
 	# Each group runs in a scratch directory of its own: the tests write nothing into the bundle.
-	local work
+	local left=$((deadline - SECONDS))
+	if ((left < 30)); then
+		echo "$group skipped: BUDGET spent (${left}s left)" | tee -a "$out/load.txt" >&2
+		return
+	fi
+	local work rc=0
 	work=$(mktemp -d)
-	(cd "$work" && "$here/$binary" -test.run '^$' -test.bench "${FILTER:-$bench}" \
+	(cd "$work" && timeout -s INT "$left" "$here/$binary" -test.run '^$' -test.bench "${FILTER:-$bench}" \
 		-test.benchtime "${BENCHTIME:-$benchtime}" -test.count "${COUNT:-$count}" -test.timeout "$timeout" "$@") \
-		| tee "$out/$group.txt"
+		| tee "$out/$group.txt" || rc=$?
+	if ((rc == 124)); then
+		echo "$group interrupted: BUDGET spent" | tee -a "$out/load.txt" >&2
+		# An interrupted test binary leaves its envtest control plane running.
+		pkill -9 -f "$here/bin/kube-apiserver" || true
+		pkill -9 -f "$here/bin/etcd" || true
+	elif ((rc != 0)); then
+		exit "$rc"
+	fi
 	rm -rf "$work"
 	echo "$group after: $(uptime)" >> "$out/load.txt"
 	"$here/bin/benchstat" "$out/$group.txt" > "$out/$group.summary.txt" 2>&1 || true

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -13,17 +14,21 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// BenchmarkConverge_Phases traces where the time of a first deploy of the chain (width 1 ×
-// depth 3) goes: each iteration deploys one owner with the plain CreateOrUpdate baseline and one
-// with kdag, traced with an in-memory exporter, and reports medians (milliseconds):
+// BenchmarkConverge_Phases traces where the time of a first deploy goes, on the chain (width 1 ×
+// depth 3) and on the widest shape of BenchmarkConverge (width 50 × depth 2): each iteration
+// deploys one owner with the plain CreateOrUpdate baseline and one with kdag, traced with an
+// in-memory exporter, and reports medians (milliseconds):
 //
 //   - baseline-ms, kdag-ms: the two deploys' wall times;
 //   - start-ms: from the reconcile's start to the first node's apply (reading the owner,
 //     building the graph, the node's cache read and render);
 //   - apply-ms: one node's apply span (the request and its response, decoded);
-//   - handoff-ms: from one node's apply end to the next node's apply start (readiness, the
-//     scheduler's wake-up of the dependent, its cache read and render);
-//   - status-ms: from the graph's end to the reconcile's end (prune, the status write, events).
+//   - handoff-ms (the chain only): from one node's apply end to the next node's apply start
+//     (readiness, the scheduler's wake-up of the dependent, its cache read and render);
+//   - graph-ms: the graph's run, from its first node's start to its last node's end;
+//   - status-ms: from the graph's end to the reconcile's end (prune, the status and revision
+//     writes, events). The status lists every node with its blockers (GraphSummary.Nodes): at
+//     width 50 it is the largest write of the deploy.
 func BenchmarkConverge_Phases(b *testing.B) {
 	quietLogs()
 	exporter := tracetest.NewInMemoryExporter()
@@ -32,7 +37,15 @@ func BenchmarkConverge_Phases(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = shutdown(context.Background()) }()
-	const width, depth = 1, 3
+	for _, shape := range []struct{ width, depth int }{{1, 3}, {50, 2}} {
+		b.Run(fmt.Sprintf("width=%d/depth=%d", shape.width, shape.depth), func(b *testing.B) {
+			benchmarkPhases(b, exporter, shape.width, shape.depth)
+		})
+	}
+}
+
+// benchmarkPhases is one shape of BenchmarkConverge_Phases, traced into exporter.
+func benchmarkPhases(b *testing.B, exporter *tracetest.InMemoryExporter, width, depth int) {
 	f := startFixture(b, fixtureConfig{}, convergeRM(width, depth))
 	f.widget("warmup", testapi.WidgetSpec{MaxReplicas: 1})
 	if err := f.reconcile("warmup"); err != nil {
@@ -68,14 +81,15 @@ func BenchmarkConverge_Phases(b *testing.B) {
 				applies = append(applies, s)
 			}
 		}
-		if len(applies) != depth {
-			b.Fatalf("deploy k%s: %d apply spans, want %d", n, len(applies), depth)
+		if len(applies) != width*depth {
+			b.Fatalf("deploy k%s: %d apply spans, want %d", n, len(applies), width*depth)
 		}
+		add("graph-ms", runGraph.EndTime.Sub(runGraph.StartTime))
 		slices.SortFunc(applies, func(x, y tracetest.SpanStub) int { return x.StartTime.Compare(y.StartTime) })
 		add("start-ms", applies[0].StartTime.Sub(reconcile.StartTime))
 		for j, a := range applies {
 			add("apply-ms", a.EndTime.Sub(a.StartTime))
-			if j > 0 {
+			if j > 0 && width == 1 {
 				add("handoff-ms", a.StartTime.Sub(applies[j-1].EndTime))
 			}
 		}

@@ -72,7 +72,7 @@ type Environment struct {
 // they are served. It returns an error when a binary is missing (with the command that builds it),
 // when the control plane does not start, or when a CRD cannot be installed. Call Stop when done.
 func Start(opts Options) (*Environment, error) {
-	dir, err := localcluster.BinDir("kube-apiserver", "etcd", "kubectl")
+	dir, err := localcluster.BinDir("kube-apiserver", "etcd")
 	if err != nil {
 		return nil, err
 	}
