@@ -1,10 +1,17 @@
 package leak
 
 import (
+	"context"
 	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 func TestMain(m *testing.M) { os.Exit(Check(m.Run)) }
@@ -30,6 +37,62 @@ func TestCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Check(tc.run, tc.opts...); got != tc.want {
+				t.Errorf("Check = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheck_LibraryLeaks: the goroutine controller-runtime's multi-namespace cache leaves when
+// its informers stop before an event handler has synced fails no test binary (libraryLeaks),
+// while another goroutine left behind still does.
+func TestCheck_LibraryLeaks(t *testing.T) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	// handlerBeforeSync starts a cache of two namespaces against an API server that never
+	// answers, adds an event handler to its ConfigMap informer and stops the cache: the
+	// informers never sync, so controller-runtime's wait for the handler to sync never ends.
+	handlerBeforeSync := func() int {
+		mapper := meta.NewDefaultRESTMapper(nil)
+		mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+		c, err := cache.New(&rest.Config{Host: "https://127.0.0.1:1"}, cache.Options{
+			Scheme: clientgoscheme.Scheme, Mapper: mapper,
+			DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}},
+		})
+		if err != nil {
+			t.Errorf("cache.New: %v", err)
+			return 2
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Start(ctx) }()
+		inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+		if err == nil {
+			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+		}
+		cancel()
+		<-done
+		if err != nil {
+			t.Errorf("add an event handler: %v", err)
+			return 2
+		}
+		return 0
+	}
+	leaky := func() int {
+		go func() { <-stop }()
+		return 0
+	}
+	tests := []struct {
+		name string
+		run  func() int
+		want int
+	}{
+		{name: "controller-runtime's informer and handler registration are ignored", run: handlerBeforeSync, want: 0},
+		{name: "with another goroutine left, it still fails", run: func() int { handlerBeforeSync(); return leaky() }, want: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Check(tc.run); got != tc.want {
 				t.Errorf("Check = %d, want %d", got, tc.want)
 			}
 		})
