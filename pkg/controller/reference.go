@@ -108,8 +108,18 @@ func newReferences(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*r
 	if err != nil {
 		return nil, errors.Wrap(err, "create the metadata client of referenced objects")
 	}
+	r := newReferencesFrom(mc, mgr.GetRESTMapper(), mgr.GetAPIReader(), namespaces, perNamespace)
+	if err := mgr.Add(r); err != nil {
+		return nil, errors.Wrap(err, "add the informers of referenced objects to the manager")
+	}
+	return r, nil
+}
+
+// newReferencesFrom returns references that read metadata with mc, kinds' resources with mapper
+// and content (and whether namespaces may be listed) with reader; Start starts it.
+func newReferencesFrom(mc metadata.Interface, mapper meta.RESTMapper, reader client.Reader, namespaces []string, perNamespace bool) *references {
 	r := &references{
-		client: mc, mapper: mgr.GetRESTMapper(), reader: mgr.GetAPIReader(),
+		client: mc, mapper: mapper, reader: reader,
 		namespaces: map[string]bool{}, started: make(chan struct{}),
 		factories: map[string]metadatainformer.SharedInformerFactory{},
 		watched:   map[informerKey]bool{},
@@ -122,10 +132,7 @@ func newReferences(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*r
 	for _, ns := range namespaces {
 		r.namespaces[ns] = true
 	}
-	if err := mgr.Add(r); err != nil {
-		return nil, errors.Wrap(err, "add the informers of referenced objects to the manager")
-	}
-	return r, nil
+	return r
 }
 
 // Start implements manager.Runnable: informers start from now on, and stop, waited for, when ctx

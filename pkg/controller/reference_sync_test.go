@@ -12,12 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // forbiddenReader answers every read with 403, as an API server does to a manager that may not
@@ -46,16 +42,7 @@ func TestReferences_FirstInformerOfAKindCostsNoPoll(t *testing.T) {
 		gvk := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 		mapper := meta.NewDefaultRESTMapper(nil)
 		mapper.Add(gvk, meta.RESTScopeNamespace)
-		r := &references{
-			client: metadatafake.NewSimpleMetadataClient(scheme, secret), mapper: mapper, reader: forbiddenReader{},
-			namespaces: map[string]bool{}, started: make(chan struct{}),
-			factories:   map[string]metadatainformer.SharedInformerFactory{},
-			watched:     map[informerKey]bool{},
-			owners:      map[graph.NodeID]map[types.NamespacedName]bool{},
-			refs:        map[types.NamespacedName][]watched{},
-			seen:        map[referenceKey]referenceState{},
-			inNamespace: map[string]int{},
-		}
+		r := newReferencesFrom(metadatafake.NewSimpleMetadataClient(scheme, secret), mapper, forbiddenReader{}, nil, false)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- r.Start(ctx) }()
