@@ -190,7 +190,7 @@ func (e *Engine) keepIsOurs(obj client.Object) bool {
 	key := `"f:` + kdagv1alpha1.AnnotationResourcePolicy + `"`
 	ours, others := false, false
 	for _, mf := range obj.GetManagedFields() {
-		if mf.FieldsV1 == nil || !strings.Contains(string(mf.FieldsV1.Raw), key) {
+		if mf.FieldsV1 == nil || !strings.Contains(mf.FieldsV1.GetRawString(), key) {
 			continue
 		}
 		if mf.Manager == e.opts.FieldManager {

@@ -162,14 +162,13 @@ func TestLifecycle_Combinations(t *testing.T) {
 
 // matrixRun is one case's owner and what the checks need.
 type matrixRun struct {
-	f      *fixture
-	c      matrixCase
-	owner  string
-	obj    string
-	errs   []string
-	first  *corev1.ConfigMap // the object when the owner first settled with it
-	uid    string            // the owner's UID
-	absent bool              // the node's object must not exist (finished after deletion, pruned and deleted)
+	f     *fixture
+	c     matrixCase
+	owner string
+	obj   string
+	errs  []string
+	first *corev1.ConfigMap // the object when the owner first settled with it
+	uid   string            // the owner's UID
 }
 
 func (r *matrixRun) fail(format string, args ...any) {
@@ -292,7 +291,7 @@ func (r *matrixRun) object() *corev1.ConfigMap {
 	return cm
 }
 
-func (r *matrixRun) owner_() *testapi.Widget {
+func (r *matrixRun) currentOwner() *testapi.Widget {
 	w := &testapi.Widget{}
 	err := r.f.cl.Get(context.Background(), client.ObjectKey{Namespace: r.f.ns, Name: r.owner}, w)
 	if apierrors.IsNotFound(err) {
@@ -312,7 +311,7 @@ func (r *matrixRun) patchObject(mutate func(*corev1.ConfigMap)) {
 }
 
 func (r *matrixRun) updateOwner(mutate func(*testapi.Widget)) {
-	w := r.owner_()
+	w := r.currentOwner()
 	if w == nil {
 		return
 	}
@@ -327,7 +326,7 @@ func (r *matrixRun) updateOwner(mutate func(*testapi.Widget)) {
 func (r *matrixRun) settle() {
 	version := func() string {
 		v := ""
-		if w := r.owner_(); w != nil {
+		if w := r.currentOwner(); w != nil {
 			v += w.ResourceVersion
 		}
 		if cm := r.object(); cm != nil {
@@ -374,7 +373,7 @@ func (r *matrixRun) adoptable() bool {
 }
 
 func (r *matrixRun) ready() bool {
-	w := r.owner_()
+	w := r.currentOwner()
 	return w != nil && isTrue(w.Status.Status, kdagv1alpha1.ConditionReady)
 }
 
@@ -421,7 +420,7 @@ func (r *matrixRun) check(when string) {
 	if r.c.has("create-only") && r.first != nil && cm.UID == r.first.UID && cm.Data["v"] != r.first.Data["v"] {
 		r.fail("%s: create-only data rewritten: %v -> %v", when, r.first.Data, cm.Data)
 	}
-	want := r.owner_().Spec.Data["v"]
+	want := r.currentOwner().Spec.Data["v"]
 	if !r.c.has("create-only") && cm.Data["v"] != want && r.ready() {
 		r.fail("%s: Ready=True while the object holds v=%s and the spec asks %s", when, cm.Data["v"], want)
 	}
@@ -468,14 +467,14 @@ func (r *matrixRun) checkPruned() {
 // (its teardown, when it holds a finalizer) keeps every kept object, with no owner reference.
 func (r *matrixRun) checkOwnerDeleted() {
 	before := r.object()
-	w := r.owner_()
+	w := r.currentOwner()
 	if w == nil {
 		return
 	}
 	r.must(r.f.cl.Delete(context.Background(), w, client.PropagationPolicy(r.c.propagation)))
 	err := wait.PollUntilContextTimeout(context.Background(), 150*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_ = r.f.reconcile(r.owner)
-		o := r.owner_()
+		o := r.currentOwner()
 		return o == nil || !slices.Contains(o.Finalizers, kdagv1alpha1.Finalizer), nil
 	})
 	if err != nil {

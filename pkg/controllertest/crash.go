@@ -39,10 +39,10 @@ const (
 	// before it reads the response: no request after it is sent, its context is canceled, and a
 	// fresh manager takes over.
 	CrashAfterWrite CrashMode = iota
-	// CrashBeforeWrite: the manager dies as it sends the write, which never reaches the API
+	// CrashBeforeWrite means the manager dies as it sends the write, which never reaches the API
 	// server; a fresh manager takes over.
 	CrashBeforeWrite
-	// ConflictAtWrite: the write is answered 409 Conflict without reaching the API server (as
+	// ConflictAtWrite means the write is answered 409 Conflict without reaching the API server (as
 	// when another writer got there first), and the same manager goes on.
 	ConflictAtWrite
 )

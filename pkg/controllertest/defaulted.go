@@ -125,7 +125,7 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := dec.Decode(crd); err == io.EOF {
+		if err := dec.Decode(crd); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
 			return nil, errors.Wrapf(err, "read %s", path)

@@ -64,8 +64,7 @@ type history struct {
 type objectHistory struct {
 	uids      []types.UID
 	data      map[string]bool // hashes of a Secret's data
-	gen       int64
-	completed bool // a Job of the name completed
+	completed bool            // a Job of the name completed
 	stats     objectStats
 }
 

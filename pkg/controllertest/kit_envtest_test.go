@@ -105,9 +105,10 @@ func TestHarness_Faults(t *testing.T) {
 	var failed, done int
 	for _, r := range h.requests.Requests() {
 		if r.Method == http.MethodPatch && r.Path == path {
-			if r.Code == http.StatusInternalServerError {
+			switch r.Code {
+			case http.StatusInternalServerError:
 				failed++
-			} else if r.Code == http.StatusOK || r.Code == http.StatusCreated {
+			case http.StatusOK, http.StatusCreated:
 				done++
 			}
 		}

@@ -25,7 +25,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"io"
 	"os"
 	"os/exec"
@@ -48,6 +47,7 @@ import (
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/test/internal/refop"
 )
 

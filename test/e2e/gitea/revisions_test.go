@@ -68,6 +68,9 @@ func TestSample_HistoryAndRollback(t *testing.T) {
 	}
 	out, err = revisionCommand(t, ns, "history", "gitea/demo", "--revision", strconv.FormatInt(list()[len(list())-1].Revision, 10))
 	t.Logf("kubectl kdag history gitea/demo --revision N:\n%s", out)
+	if err != nil {
+		t.Fatalf("history --revision: %v\n%s", err, out)
+	}
 	out, err = revisionCommand(t, ns, "rollback", "gitea/demo", "--to", to, "--dry-run")
 	t.Logf("kubectl kdag rollback gitea/demo --to %s --dry-run:\n%s", to, out)
 	if err != nil || !strings.Contains(out, "Update     GiteaServer "+ns+"/demo") {

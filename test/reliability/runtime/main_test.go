@@ -31,7 +31,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"net/http"
 	"os"
 	"slices"
@@ -65,6 +64,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
