@@ -164,11 +164,10 @@ func setIf[T comparable](dst *T, v T) {
 }
 
 // defaultMaxParallelNodes is how many nodes of one graph a reconciler applies at once by default.
-// A layer waits for its slowest node, so a layer wider than the bound takes two waves. At the
-// old bound of 32, kdag took 1.9× the time of BenchmarkConverge's raw floor (all of a layer at
-// once) on a 50-wide layer on 2 cores and 2.5 to 2.9× on 16 cores, against 1.1 and 1.3 to 1.4×
-// on a 10-wide one, where the bound plays no part (docs/benchmarks.md). 64 lets every layer of the
-// reference operators and of that benchmark go in one wave, while the API server still decides:
+// A layer waits for its slowest node, so a layer wider than the bound takes two waves, which
+// BenchmarkConverge_Parallel measures against the raw floor that applies a whole layer at once
+// (docs/benchmarks.md, sections 1c and "Many cores"). 64 lets every layer of the reference
+// operators and of that benchmark go in one wave, while the API server still decides:
 // with the default 4 concurrent reconciles a reconciler has at most 256 writes in flight, about
 // the seats API Priority and Fairness gives the workload-low level (where a service account's
 // requests go) on a default kube-apiserver (600 seats × 100 of 245 shares); beyond its seats

@@ -209,9 +209,9 @@ func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, 
 			return nil, errors.Wrapf(err, "watch referenced %s objects", gvk.Kind)
 		}
 	}
-	// WaitFor returns as soon as the informer has synced; WaitForCacheSync polls every 100 ms,
-	// which cost the first reconcile of an owner 100 ms per kind it was the first to reference
-	// (200 ms of the reference sample's PostgreSQL and GiteaServer: issue 32).
+	// WaitFor returns as soon as the informer has synced; WaitForCacheSync polls every 100 ms, a
+	// wait added to the first reconcile that references each kind (issue 32; docs/benchmarks.md,
+	// "The reference sample's time to Ready").
 	if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
 		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
 	}
