@@ -36,6 +36,13 @@ type Node struct {
 	// its error is the node's and nothing is written (a ProtectsData node whose data exists
 	// while its key is gone).
 	BeforeCreate func(ctx context.Context) error
+	// Existed says the object existed when the owner's status was last written: the caller's
+	// record of the node, not the cache. With Policy.Recreate, an absent object the engine does
+	// not remember deleting is then created only once it has been gone for
+	// Options.RecreateSettle, counted from the first Reconcile that found it gone, as one the
+	// engine deleted itself would be: a process killed between a Recreate's deletion and its
+	// creation leaves the wait to the next one (issue 30), and so does a user's deletion.
+	Existed bool
 }
 
 // Entry is what Reconcile decided and did for one node: the record the caller collects into the
@@ -108,7 +115,11 @@ func (e *Engine) Reconcile(ctx context.Context, n Node) (Entry, error) {
 		if err != nil {
 			return Entry{}, err
 		}
-		if wait := e.recreated.settling(objectKey(desired), time.Now(), e.opts.RecreateSettle); wait > 0 {
+		key, now := objectKey(desired), time.Now()
+		if p.Recreate != nil && n.Existed {
+			e.recreated.goneUnseen(key, now)
+		}
+		if wait := e.recreated.settling(key, now, e.opts.RecreateSettle); wait > 0 {
 			return Entry{Action: Skipped, Waiting: "being re-created: created again once the old one has been gone for " +
 				e.opts.RecreateSettle.String(), RetryAfter: wait}, nil
 		}

@@ -218,15 +218,8 @@ func hookNames(hooks []*nodeSpec) string {
 // hooksDone reports whether owner's condition BeforeDelete is True: its hooks completed or
 // were skipped.
 func hooksDone(owner client.Object) bool {
-	st := kdagStatusOf(owner)
-	if st == nil {
-		_, parsed, err := currentStatus(owner)
-		if err != nil {
-			return false
-		}
-		st = parsed
-	}
-	return meta.IsStatusConditionTrue(st.Conditions, kdagv1alpha1.ConditionBeforeDelete)
+	st := readStatus(owner)
+	return st != nil && meta.IsStatusConditionTrue(st.Conditions, kdagv1alpha1.ConditionBeforeDelete)
 }
 
 // hookJob creates the hook's Job when it does not exist yet and judges it. The Job is read from

@@ -75,6 +75,8 @@ func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *no
 			}
 			return c.checkProtectedData(ctx, owner, s)
 		},
+		// Read only where it counts: an absent object of a Recreate node.
+		Existed: live == nil && s.recreate != nil && statusListsApplied(owner, s.id),
 	})
 	res.action, res.drifted, res.driftRepeat = entry.Action, entry.Drifted, entry.Repeat
 	res.wantsFinalizer, res.pending = entry.WantsFinalizer, entry.Pending

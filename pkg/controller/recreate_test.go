@@ -60,9 +60,19 @@ func TestImmutableField_StalledOrRecreated(t *testing.T) {
 		name     string
 		opts     []NodeOption
 		recreate bool
+		// restart: the operator restarts once the old object is gone, before the creation: the
+		// fresh reconciler does not remember the deletion, and waits all the same because the
+		// owner's status listed the node (issue 30). lostStatus: the deleting reconcile's status
+		// write never arrived (the process died right after the deletion), so that status still
+		// says the node was Ready.
+		restart, lostStatus bool
 	}{
 		{name: "default: Stalled"},
 		{name: "Recreate", opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true},
+		{name: "Recreate, the operator restarted before the creation",
+			opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true, restart: true},
+		{name: "Recreate, the operator restarted before the creation and before its status write",
+			opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true, restart: true, lostStatus: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, storageRM(tc.opts...))
@@ -74,9 +84,23 @@ func TestImmutableField_StalledOrRecreated(t *testing.T) {
 			before := f.get(&appsv1.StatefulSet{}, "app-db").(*appsv1.StatefulSet)
 
 			f.updateWidget("app", func(w *testapi.Widget) { w.Spec.MaxReplicas = 2 })
+			statusPath := "/apis/" + testapi.GroupVersion.String() + "/namespaces/" + f.ns + "/widgets/app/status"
+			if tc.lostStatus {
+				f.calls.FailNext("PATCH", statusPath, 10)
+			}
 			err := f.reconcile("app")
+			f.calls.Clear()
 			st := f.status("app")
-			if ready := condition(st, kdagv1alpha1.ConditionReady); ready == nil || ready.Status == metav1.ConditionTrue {
+			if tc.lostStatus {
+				// The status still says what it said before the deletion; the reconcile's error is
+				// its status write's, which the process that died never saw.
+				if ready := condition(st, kdagv1alpha1.ConditionReady); err == nil || ready == nil || ready.Status != metav1.ConditionTrue {
+					t.Fatalf("reconcile error %v, Ready %+v; want the status write refused and the status before the deletion (Ready)", err, ready)
+				}
+				if !f.notFound(&appsv1.StatefulSet{}, "app-db") && f.get(&appsv1.StatefulSet{}, "app-db").GetDeletionTimestamp() == nil {
+					t.Fatal("the StatefulSet was not deleted for its re-creation")
+				}
+			} else if ready := condition(st, kdagv1alpha1.ConditionReady); ready == nil || ready.Status == metav1.ConditionTrue {
 				t.Fatalf("Ready %+v after an immutable change, want False", ready)
 			}
 			if !tc.recreate {
@@ -93,19 +117,22 @@ func TestImmutableField_StalledOrRecreated(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
+			if err != nil && !tc.lostStatus {
 				t.Fatalf("reconcile: %v", err)
 			}
 			if stalled := condition(st, kdagv1alpha1.ConditionStalled); stalled != nil {
 				t.Errorf("Stalled %+v while re-creating, want none", stalled)
 			}
-			if !strings.Contains(condition(st, kdagv1alpha1.ConditionReady).Message, "re-created") {
-				t.Errorf("Ready message %q, want it to say the object is being re-created", condition(st, kdagv1alpha1.ConditionReady).Message)
+			if ready := condition(st, kdagv1alpha1.ConditionReady); !tc.lostStatus && !strings.Contains(ready.Message, "re-created") {
+				t.Errorf("Ready message %q, want it to say the object is being re-created", ready.Message)
 			}
 			f.waitEvent("app", corev1.EventTypeNormal, "Recreating")
 			poll.True(t, "the old StatefulSet gone from the cache", waitTimeout, func(context.Context) bool {
 				return apierrors.IsNotFound(f.cached(&appsv1.StatefulSet{}, "app-db"))
 			})
+			if tc.restart {
+				f.restart()
+			}
 			// The first reconcile that finds it gone creates nothing yet: the old object's
 			// controller may still write its status onto a new one of the name (apply's
 			// recreations). It asks to come back once the wait is over.

@@ -190,6 +190,36 @@ func kdagStatusOf(owner client.Object) *kdagv1alpha1.Status {
 	return st.Field(f.Index[0]).Addr().Interface().(*kdagv1alpha1.Status)
 }
 
+// readStatus returns the kdag status of owner, typed (kdagStatusOf) or read from its status
+// field; nil when it cannot be read.
+func readStatus(owner client.Object) *kdagv1alpha1.Status {
+	if st := kdagStatusOf(owner); st != nil {
+		return st
+	}
+	_, st, err := currentStatus(owner)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// statusListsApplied reports whether owner's last status lists the node id as applied (Ready or
+// Waiting in status.graph.nodes): its object existed when the status was written
+// (apply.Node.Existed). False when the status does not list the graph's nodes (a graph of more
+// than MaxGraphNodes, an owner never reconciled) or cannot be read.
+func statusListsApplied(owner client.Object, id graph.NodeID) bool {
+	st := readStatus(owner)
+	if st == nil || st.Graph == nil {
+		return false
+	}
+	for _, n := range st.Graph.Nodes {
+		if n.Group == id.Group && n.Kind == id.Kind && n.Namespace == id.Namespace && n.Name == id.Name {
+			return n.State == kdagv1alpha1.NodeReady || n.State == kdagv1alpha1.NodeWaiting
+		}
+	}
+	return false
+}
+
 // kdagStatusFields are the status fields kdag owns; a field that disappears is a change.
 var kdagStatusFields = []string{"observedGeneration", "conditions", "operatorVersion", "graph", "waitingFor", "lastReconcile"}
 
