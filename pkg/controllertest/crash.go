@@ -111,9 +111,16 @@ type Crashes struct {
 	// Quiet is how long the settle pass listens for writes once every owner was reconciled.
 	// Default: 500 ms.
 	Quiet time.Duration
+	// Parallel is how many crash runs go at once, each in its own namespace with its own
+	// managers, after the clean run. Default (0 or 1): one after another. A crash run mostly
+	// waits (for caches, for the scenario's marks, for the settle pass's quiet), so a few at once
+	// shorten an exploration on a machine whose cores are idle; the Scenario and Setup must then
+	// not share objects across namespaces (a cluster-scoped object named after h.Namespace is
+	// fine). Timing-dependent counts (writes per run, crash points not reached) vary more.
+	Parallel int
 	// Report, when set, receives the broken invariants of each run instead of failing t: for a
 	// test that checks the explorer finds a planted bug. The scenario's own assertions and the
-	// harness's waits still fail t.
+	// harness's waits still fail t. It is called from one run at a time, even with Parallel.
 	Report func(CrashFailure)
 }
 
@@ -199,16 +206,21 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 		t.Fatal("controllertest: the clean run failed: no crash point explored")
 	}
 	report := CrashReport{Writes: base.writes}
-	for _, n := range crashPoints(base.writes, c.Stride, c.Points) {
+	var mu sync.Mutex // guards report and serializes c.Report
+	explore := func(n int) {
 		var run *crashRun
 		var problems []string
 		ok := t.Run(c.Mode.point(n), func(t *testing.T) {
 			run = x.run(t, n)
 			problems = append(run.problems, compareStats(base.stats, run.stats, c.AllowRecreated)...)
 			if len(problems) > 0 {
+				mu.Lock()
+				defer mu.Unlock()
 				c.fail(t, CrashFailure{Point: n, Mode: c.Mode, Request: run.request, Problems: problems})
 			}
 		})
+		mu.Lock()
+		defer mu.Unlock()
 		report.Explored++
 		if run != nil && !run.reached {
 			report.NotReached++
@@ -220,6 +232,23 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 			report.Failed++
 		}
 	}
+	// t.Run may be called from several goroutines at once (package testing): each crash run is
+	// still its own subtest, named after its point, without t.Parallel's deferral past this
+	// function's return.
+	points := make(chan int)
+	var workers sync.WaitGroup
+	for range min(max(c.Parallel, 1), len(crashPoints(base.writes, c.Stride, c.Points))) {
+		workers.Go(func() {
+			for n := range points {
+				explore(n)
+			}
+		})
+	}
+	for _, n := range crashPoints(base.writes, c.Stride, c.Points) {
+		points <- n
+	}
+	close(points)
+	workers.Wait()
 	report.Took = time.Since(start)
 	again := ""
 	if c.Again > 0 {

@@ -37,7 +37,9 @@
 // WaitReady, WaitGone, Eventually): a manager may die at any of its writes, so nothing may be
 // expected within a time. Setup brings the namespace where the scenario starts (an owner
 // deployed, for an upgrade) without crash points. Stride and Points bound the time of a long
-// scenario: a regression test is the one crash point where a failure was found. Mode chooses
+// scenario: a regression test is the one crash point where a failure was found. Parallel runs
+// several crash runs at once, each in its own namespace with its own managers: a crash run
+// mostly waits, so four at once explore every point about three times as fast on 2 cores. Mode chooses
 // the write never sent (CrashBeforeWrite) or answered 409 (ConflictAtWrite) instead. Components
 // are shared by the managers, unless NewComponents makes each manager's own: then what a
 // ResourceManager remembers between reconciles is lost at a crash, as in a real process. A

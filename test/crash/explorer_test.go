@@ -90,6 +90,10 @@ func TestExplorer_ReportsAPlantedBug(t *testing.T) {
 		{"password read back from the last Secret: crash after writing the first", controllertest.Crashes{
 			Components: []controller.Component{controller.For("password", passwordRM{cl: api.Env(t).Client, from: "app"})},
 		}, map[string]string{"/secrets/w-db-init": dataChanged}},
+		{"password read back from the last Secret: crash after writing the first, three crash runs at once", controllertest.Crashes{
+			Components: []controller.Component{controller.For("password", passwordRM{cl: api.Env(t).Client, from: "app"})},
+			Parallel:   3,
+		}, map[string]string{"/secrets/w-db-init": dataChanged}},
 		{"password read back from the last Secret: crash before writing the second", controllertest.Crashes{
 			Components: []controller.Component{controller.For("password", passwordRM{cl: api.Env(t).Client, from: "app"})},
 			Mode:       controllertest.CrashBeforeWrite,

@@ -100,8 +100,9 @@ func data(h *controllertest.Harness) map[string]string {
 // crashes is the exploration of a Gitea scenario: the reference operator's four components, at
 // every stride-th crash point (twice that under -race: raceFactor). KDAG_CRASH_STRIDE overrides
 // the stride (1: every crash point), KDAG_CRASH_MODE the mode: "before" (the write never sent)
-// or "conflict" (answered 409), and KDAG_CRASH_AGAIN=n kills the recovering manager too, at its
-// n-th write (Crashes.Again).
+// or "conflict" (answered 409), KDAG_CRASH_AGAIN=n kills the recovering manager too, at its
+// n-th write (Crashes.Again), and KDAG_CRASH_PARALLEL=n runs n crash runs at once
+// (Crashes.Parallel).
 func crashes(t *testing.T, stride int, setup, scenario func(t *testing.T, h *controllertest.Harness)) controllertest.Crashes {
 	stride *= raceFactor
 	if s := os.Getenv("KDAG_CRASH_STRIDE"); s != "" {
@@ -125,8 +126,16 @@ func crashes(t *testing.T, stride int, setup, scenario func(t *testing.T, h *con
 		}
 		again = n
 	}
+	parallel := 1
+	if s := os.Getenv("KDAG_CRASH_PARALLEL"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("KDAG_CRASH_PARALLEL=%q: want how many crash runs go at once (1: one after another)", s)
+		}
+		parallel = n
+	}
 	return controllertest.Crashes{
-		Again: again,
+		Again: again, Parallel: parallel,
 		// Each manager its own components, as a restarted operator.
 		NewComponents: func() []controller.Component { return controllers.Components(nil) },
 		Setup:         setup, Scenario: scenario, Stride: stride, Mode: mode,
