@@ -104,36 +104,15 @@ func data(h *controllertest.Harness) map[string]string {
 // n-th write (Crashes.Again), and KDAG_CRASH_PARALLEL=n runs n crash runs at once
 // (Crashes.Parallel).
 func crashes(t *testing.T, stride int, setup, scenario func(t *testing.T, h *controllertest.Harness)) controllertest.Crashes {
-	stride *= raceFactor
-	if s := os.Getenv("KDAG_CRASH_STRIDE"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("KDAG_CRASH_STRIDE=%q: want a positive number", s)
-		}
-		stride = n
-	}
+	stride = envInt(t, "KDAG_CRASH_STRIDE", stride*raceFactor, 1, "a positive number")
 	modes := map[string]controllertest.CrashMode{"": controllertest.CrashAfterWrite, "after": controllertest.CrashAfterWrite,
 		"before": controllertest.CrashBeforeWrite, "conflict": controllertest.ConflictAtWrite}
 	mode, ok := modes[os.Getenv("KDAG_CRASH_MODE")]
 	if !ok {
 		t.Fatalf("KDAG_CRASH_MODE=%q: want after, before or conflict", os.Getenv("KDAG_CRASH_MODE"))
 	}
-	again := 0
-	if s := os.Getenv("KDAG_CRASH_AGAIN"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			t.Fatalf("KDAG_CRASH_AGAIN=%q: want the recovering manager's write to crash at (0: none)", s)
-		}
-		again = n
-	}
-	parallel := 1
-	if s := os.Getenv("KDAG_CRASH_PARALLEL"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("KDAG_CRASH_PARALLEL=%q: want how many crash runs go at once (1: one after another)", s)
-		}
-		parallel = n
-	}
+	again := envInt(t, "KDAG_CRASH_AGAIN", 0, 0, "the recovering manager's write to crash at (0: none)")
+	parallel := envInt(t, "KDAG_CRASH_PARALLEL", 1, 1, "how many crash runs go at once (1: one after another)")
 	return controllertest.Crashes{
 		Again: again, Parallel: parallel,
 		// Each manager its own components, as a restarted operator.
@@ -142,6 +121,20 @@ func crashes(t *testing.T, stride int, setup, scenario func(t *testing.T, h *con
 		// A status write follows a graph run within milliseconds.
 		Quiet: 300 * time.Millisecond,
 	}
+}
+
+// envInt returns the environment variable name as a number of at least least, def when it is
+// unset; a value that is not such a number fails t, saying it wants what.
+func envInt(t *testing.T, name string, def, least int, what string) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < least {
+		t.Fatalf("%s=%q: want %s", name, s, what)
+	}
+	return n
 }
 
 // TestGitea_FirstDeploy (issue 30, part 2a): the sample deployed from nothing, the operator
