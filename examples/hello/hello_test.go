@@ -25,6 +25,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/rbac"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
+	"github.com/kdag-dev/kdag/pkg/testing/workload"
 )
 
 var api = controllertest.NewAPIServer(envtest.Options{CRDDirectoryPaths: []string{"config/crd"}}, v1alpha1.AddToScheme)
@@ -105,10 +106,9 @@ func TestOperator_ServesASite(t *testing.T) {
 	// envtest runs no Deployment controller: say the server is available, as it would.
 	poll.True(t, "the Hello is Ready", 2*time.Minute, func(ctx context.Context) bool {
 		if env.Client.Get(ctx, client.ObjectKeyFromObject(server), server) == nil && server.Status.ObservedGeneration != server.Generation {
-			server.Status = appsv1.DeploymentStatus{ObservedGeneration: server.Generation, Replicas: 1, ReadyReplicas: 1,
-				AvailableReplicas: 1, UpdatedReplicas: 1, Conditions: []appsv1.DeploymentCondition{
-					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+			if err := workload.SetReady(server, metav1.Now()); err != nil {
+				t.Fatal(err)
+			}
 			_ = env.Client.Status().Update(ctx, server) // a conflict: marked again on the next poll
 		}
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(site), site) == nil &&

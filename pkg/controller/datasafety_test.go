@@ -159,20 +159,8 @@ func TestFinished_NotRecreatedAndOrderOnlyEdgeRollsNothing(t *testing.T) {
 	}
 }
 
-// completeJob sets the named Job's status as the Job controller does when it succeeded.
-func completeJob(f *fixture, name string) {
-	f.t.Helper()
-	job := f.get(&batchv1.Job{}, name).(*batchv1.Job)
-	now := metav1.Now()
-	job.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-	}}
-	if err := f.cl.Status().Update(context.Background(), job); err != nil {
-		f.t.Fatalf("complete Job %s: %v", name, err)
-	}
-	f.waitCachedVersion(&batchv1.Job{}, name, job.ResourceVersion)
-}
+// completeJob marks the named Job succeeded, as the Job controller does (markReady).
+func completeJob(f *fixture, name string) { f.markReady(&batchv1.Job{}, name) }
 
 // TestProtectsData_KeyNeverRegeneratedOverData: a generated key that protects a claim's data is
 // not generated again when it is deleted while the claim exists: the owner is Stalled with

@@ -42,6 +42,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+	"github.com/kdag-dev/kdag/pkg/testing/workload"
 )
 
 var (
@@ -420,35 +421,22 @@ func (f *fixture) objectWrites() []string {
 	return slices.DeleteFunc(w, func(s string) bool { return strings.Contains(s, "/controllerrevisions") })
 }
 
-// markDeploymentAvailable sets the named Deployment's status as the Deployment controller
-// would for an available rollout (envtest runs no controllers) and waits for the cache.
-func (f *fixture) markDeploymentAvailable(name string) {
+// markReady writes the status the built-in controller would write once obj, the object named
+// name in the fixture's namespace, is ready (workload.MarkReady: a Deployment's available
+// rollout, a StatefulSet's replicas, a Job's success; envtest runs no controllers) and waits
+// until the cache holds it.
+func (f *fixture) markReady(obj client.Object, name string) {
 	f.t.Helper()
-	ctx := context.Background()
-	d := &appsv1.Deployment{}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := f.cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, d); err != nil {
-			return err
-		}
-		n := ptr.Deref(d.Spec.Replicas, 1)
-		now := metav1.Now()
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation,
-			Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
-					LastUpdateTime: now, LastTransitionTime: now},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-					LastUpdateTime: now, LastTransitionTime: now},
-			},
-		}
-		return f.cl.Status().Update(ctx, d)
-	})
-	if err != nil {
-		f.t.Fatalf("set status of Deployment %s: %v", name, err)
+	obj.SetNamespace(f.ns)
+	obj.SetName(name)
+	if err := workload.MarkReady(context.Background(), f.cl, obj); err != nil {
+		f.t.Fatalf("mark %T %s ready: %v", obj, name, err)
 	}
-	f.waitCachedVersion(&appsv1.Deployment{}, name, d.ResourceVersion)
+	f.waitCachedVersion(obj.DeepCopyObject().(client.Object), name, obj.GetResourceVersion())
 }
+
+// markDeploymentAvailable marks the named Deployment's rollout available (markReady).
+func (f *fixture) markDeploymentAvailable(name string) { f.markReady(&appsv1.Deployment{}, name) }
 
 // condition returns the condition of type typ, or nil.
 func condition(st kdagv1alpha1.Status, typ string) *metav1.Condition {

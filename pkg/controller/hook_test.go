@@ -16,6 +16,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
+	"github.com/kdag-dev/kdag/pkg/testing/workload"
 )
 
 // hookRM: a ConfigMap "<name>-config", and a BeforeDelete Job "<name>-backup" (timeout from the
@@ -481,14 +482,8 @@ func TestBeforeDelete_JobTheCacheDoesNotHold(t *testing.T) {
 	if c := f.hookCondition(); c.Reason != kdagv1alpha1.ReasonBeforeDeleteRunning {
 		t.Errorf("BeforeDelete condition %+v, want BeforeDeleteRunning", c)
 	}
-	got := f.get(&batchv1.Job{}, "app-backup").(*batchv1.Job)
-	now := metav1.Now()
-	got.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-	}}
-	if err := f.cl.Status().Update(context.Background(), got); err != nil {
-		t.Fatal(err)
+	if err := workload.MarkReady(context.Background(), f.cl, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app-backup"}}); err != nil {
+		t.Fatal(err) // not completeJob: the cache does not hold this Job
 	}
 	f.finishTeardown()
 	if !f.notFound(&corev1.ConfigMap{}, "app-config") {

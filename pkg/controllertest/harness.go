@@ -13,9 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -36,6 +32,7 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
+	"github.com/kdag-dev/kdag/pkg/testing/workload"
 )
 
 // Timeout bounds every wait of a Harness (WaitReady, MarkReady's wait for the object, Eventually).
@@ -392,59 +389,12 @@ func (h *Harness) WaitGone(obj client.Object) {
 // fails t.
 func (h *Harness) MarkReady(obj client.Object) {
 	h.t.Helper()
-	switch obj.(type) {
-	case *appsv1.Deployment, *appsv1.StatefulSet, *batchv1.Job, *corev1.PersistentVolumeClaim:
-	default:
-		h.t.Fatalf("controllertest: MarkReady supports Deployment, StatefulSet, Job and PersistentVolumeClaim, not %T", obj)
+	if err := workload.SetReady(obj.DeepCopyObject().(client.Object), metav1.Now()); err != nil {
+		h.t.Fatalf("controllertest: MarkReady: %v", err) // before waiting for what it cannot mark
 	}
 	h.WaitExists(obj)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := h.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		markReady(obj, metav1.Now())
-		return h.Client.Status().Update(context.Background(), obj)
-	})
-	if err != nil {
+	if err := workload.MarkReady(context.Background(), h.Client, obj); err != nil {
 		h.t.Fatalf("controllertest: mark %s ready: %v", h.describe(obj), err)
-	}
-}
-
-// markReady sets obj's status as its controller does when it is available (Deployment,
-// StatefulSet), complete (Job) or bound (PersistentVolumeClaim), at now.
-func markReady(obj client.Object, now metav1.Time) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		n := ptr.Deref(o.Spec.Replicas, 1)
-		o.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: o.Generation,
-			Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", LastUpdateTime: now, LastTransitionTime: now},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastUpdateTime: now, LastTransitionTime: now},
-			},
-		}
-	case *appsv1.StatefulSet:
-		n := ptr.Deref(o.Spec.Replicas, 1)
-		o.Status = appsv1.StatefulSetStatus{
-			ObservedGeneration: o.Generation,
-			Replicas:           n, ReadyReplicas: n, CurrentReplicas: n, UpdatedReplicas: n, AvailableReplicas: n,
-			CurrentRevision: o.Name + "-rev", UpdateRevision: o.Name + "-rev",
-		}
-	case *corev1.PersistentVolumeClaim:
-		o.Status = corev1.PersistentVolumeClaimStatus{
-			Phase: corev1.ClaimBound, AccessModes: o.Spec.AccessModes, Capacity: o.Spec.Resources.Requests,
-		}
-	case *batchv1.Job:
-		start := now
-		if o.Status.StartTime != nil {
-			start = *o.Status.StartTime
-		}
-		o.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: ptr.Deref(o.Spec.Completions, 1),
-			Conditions: []batchv1.JobCondition{
-				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-			}}
 	}
 }
 
