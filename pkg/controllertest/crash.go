@@ -235,16 +235,17 @@ func ExploreCrashes(t *testing.T, api *APIServer, c Crashes) CrashReport {
 	// t.Run may be called from several goroutines at once (package testing): each crash run is
 	// still its own subtest, named after its point, without t.Parallel's deferral past this
 	// function's return.
+	todo := crashPoints(base.writes, c.Stride, c.Points)
 	points := make(chan int)
 	var workers sync.WaitGroup
-	for range min(max(c.Parallel, 1), len(crashPoints(base.writes, c.Stride, c.Points))) {
+	for range min(max(c.Parallel, 1), len(todo)) {
 		workers.Go(func() {
 			for n := range points {
 				explore(n)
 			}
 		})
 	}
-	for _, n := range crashPoints(base.writes, c.Stride, c.Points) {
+	for _, n := range todo {
 		points <- n
 	}
 	close(points)
