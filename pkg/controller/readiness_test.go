@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -22,14 +23,14 @@ func (childRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
+func (childRM) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	w := owner
 	if strings.HasSuffix(w.Name, "-child") {
 		return nil
 	}
 	child := b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}},
-		ReadyWhen(resources.CustomResourceReady))
-	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-child"}}, DependsOn(child))
+		controller.ReadyWhen(resources.CustomResourceReady))
+	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-after-child"}}, controller.DependsOn(child))
 	return nil
 }
 

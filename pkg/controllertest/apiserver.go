@@ -45,6 +45,15 @@ func NewAPIServer(opts envtest.Options, addToScheme ...func(*runtime.Scheme) err
 	return &APIServer{opts: opts}
 }
 
+// RunningAPIServer returns an APIServer over env, an API server the test package started itself
+// (its TestMain runs envtest.Main, say), for harnesses: Env returns env, and the package's
+// TestMain, not Main, stops it.
+func RunningAPIServer(env *envtest.Environment) *APIServer {
+	a := &APIServer{env: env}
+	a.once.Do(func() {})
+	return a
+}
+
 // Env returns the running API server, starting it on the first call. It fails t when the
 // control plane cannot start (the error names the binary missing and the make target that
 // builds it: make tools-cluster).

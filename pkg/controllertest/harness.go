@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -69,26 +71,90 @@ type Harness struct {
 	// log is where the harness's managers log; a failing test shows its tail.
 	log *ManagerLog
 
+	// opts are StartWith's.
+	opts Options
+	// current is the manager StartWith (or Restart) started; nil for ExploreCrashes' harnesses.
+	current *managerRun
+	// stepped, for a harness of StartStepped, holds each component's reconciler by owner kind
+	// (Reconcile); nil: the queue reconciles.
+	stepped map[schema.GroupVersionKind]reconcile.Reconciler
+	// dropped counts the requests a stepped harness's queues handed its components.
+	dropped atomic.Int64
+
 	mu      sync.Mutex
 	deleted map[types.UID]bool // objects deleted with Delete
 }
 
 // Start starts a manager running components (controller.For) in a new namespace of api and
-// returns once its cache has synced. The manager stops when the test ends; a manager error
-// fails t. Each harness records its own metrics, so tests do not share counters.
+// returns once its cache has synced: StartWith with the zero Options.
 func Start(t testing.TB, api *APIServer, components ...controller.Component) *Harness {
 	t.Helper()
+	return StartWith(t, api, Options{}, components...)
+}
+
+// Options vary the harness StartWith starts. The zero value is Start's.
+type Options struct {
+	// Stepped makes the test decide when reconciles happen, to assert what one reconcile
+	// writes, returns or leaves in the status. The manager runs as Start's does (the scoped
+	// cache, the start-up RBAC check, watches, events), but its controllers drop every request
+	// their queues hand them (watch events, requeues): a component reconciles only when the test
+	// calls Harness.Reconcile. Create, Update and MarkReady then also wait until the manager's
+	// cache holds what they wrote, as the watch event that would have started a reconcile would.
+	Stepped bool
+	// Namespaces are more namespaces the manager's cache holds, beside the harness's own: where
+	// a graph puts objects in another namespace.
+	Namespaces []string
+	// SyncPeriod, when set, is the cache's resync period: how often its informers deliver
+	// every cached object again as an update. Default: controller-runtime's.
+	SyncPeriod time.Duration
+	// Wraps wrap the transport of the harness's managers, after the scripted faults and the
+	// recorder, the last outermost (a latency proxy, say).
+	Wraps []func(http.RoundTripper) http.RoundTripper
+}
+
+// StartWith starts a manager running components (controller.For) in a new namespace of api, as
+// opts say, and returns once its cache has synced. The manager stops when the test ends (or at
+// Restart); a manager error fails t. Each harness records its own metrics, so tests do not share
+// counters.
+func StartWith(t testing.TB, api *APIServer, opts Options, components ...controller.Component) *Harness {
+	t.Helper()
 	h := newHarness(t, api, components)
-	m, err := h.startManager(t.Context(), "")
-	if err != nil {
-		t.Fatalf("controllertest: %v", err)
+	h.opts = opts
+	if opts.Stepped {
+		h.stepped = map[schema.GroupVersionKind]reconcile.Reconciler{}
 	}
-	t.Cleanup(func() {
+	h.run()
+	return h
+}
+
+// run starts the harness's manager, its current one, stopped when the test ends.
+func (h *Harness) run() {
+	h.t.Helper()
+	m, err := h.startManager(h.t.Context(), "", h.opts.Wraps...)
+	if err != nil {
+		h.t.Fatalf("controllertest: %v", err)
+	}
+	h.current = m
+	h.t.Cleanup(func() {
 		if err := m.stop(); err != nil {
-			t.Errorf("controllertest: manager: %v", err)
+			h.t.Errorf("controllertest: manager: %v", err)
 		}
 	})
-	return h
+}
+
+// Restart stops the harness's manager and starts a fresh one with the same components, as a
+// restarted operator process would: a new cache and queue, reconcilers that remember nothing of
+// earlier reconciles. It returns once the new cache has synced; an error of the old manager
+// fails t.
+func (h *Harness) Restart() {
+	h.t.Helper()
+	if h.current == nil {
+		h.t.Fatal("controllertest: Restart: the harness has no manager of its own")
+	}
+	if err := h.current.stop(); err != nil {
+		h.t.Errorf("controllertest: manager: %v", err)
+	}
+	h.run()
 }
 
 // newHarness returns a harness for components in a new namespace of api, with no manager yet.
@@ -126,6 +192,12 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 	}
 	cacheOpts := controller.CacheOptions(h.scheme, components...)
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{h.Namespace: {}}
+	for _, ns := range h.opts.Namespaces {
+		cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	if h.opts.SyncPeriod > 0 {
+		cacheOpts.SyncPeriod = &h.opts.SyncPeriod
+	}
 	if h.layer != nil {
 		var err error
 		if cacheOpts, err = h.layer.SelectCache(cacheOpts, shard); err != nil {
@@ -146,6 +218,9 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 		return nil, errors.Wrap(err, "metrics")
 	}
 	opts := []controller.Options{{Metrics: m, WatchNamespaces: []string{h.Namespace}}}
+	if h.stepped != nil {
+		opts = append(opts, controller.Options{Wrappers: []controller.ReconcilerWrapper{h.stepper}})
+	}
 	if h.layer != nil {
 		opts = append(opts, h.layer.ControllerOptions(mgr, shard))
 	}
@@ -181,6 +256,7 @@ func (h *Harness) Create(obj client.Object) client.Object {
 	if err := h.Client.Create(context.Background(), obj); err != nil {
 		h.t.Fatalf("controllertest: create %s: %v", h.describe(obj), err)
 	}
+	h.waitCached(obj)
 	return obj
 }
 
@@ -343,6 +419,7 @@ func (h *Harness) Update(obj client.Object, change func()) {
 	if err != nil {
 		h.t.Fatalf("controllertest: update %s: %v", h.describe(obj), err)
 	}
+	h.waitCached(obj)
 }
 
 // Delete deletes obj (selected by name, and namespace or the harness's) with background
@@ -396,6 +473,7 @@ func (h *Harness) MarkReady(obj client.Object) {
 	if err := workload.MarkReady(context.Background(), h.Client, obj); err != nil {
 		h.t.Fatalf("controllertest: mark %s ready: %v", h.describe(obj), err)
 	}
+	h.waitCached(obj)
 }
 
 // Writes returns the writes the harness's manager made since it started or since the last
@@ -415,7 +493,11 @@ func (h *Harness) Writes() []string {
 	return writes
 }
 
-// ResetWrites forgets the writes recorded so far.
+// Requests returns every request the harness's managers sent since they started or since the
+// last ResetWrites, in order, with the API server's answer (watches, reads, events included).
+func (h *Harness) Requests() []requests.Request { return h.requests.Requests() }
+
+// ResetWrites forgets the requests recorded so far (Writes, Reads, Requests).
 func (h *Harness) ResetWrites() { h.requests.Reset() }
 
 func (h *Harness) describe(obj client.Object) string {
