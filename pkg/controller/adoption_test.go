@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -116,14 +117,14 @@ func TestStatus_GraphSummaryOfFailedAndBlockedNodes(t *testing.T) {
 }
 
 func TestAdoption_AdoptOptionTakesOver(t *testing.T) {
-	f := newFixture(t, widgetRM{readyDeployment: true, configOpts: []NodeOption{Adopt()}})
+	f := newFixture(t, widgetRM{readyDeployment: true, configOpts: []controller.NodeOption{controller.Adopt()}})
 	f.preCreateConfig("app", map[string]string{"k": "theirs"})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
 	f.settle("app")
 
 	cm := f.get(&corev1.ConfigMap{}, "app-config").(*corev1.ConfigMap)
 	w := f.get(&testapi.Widget{}, "app")
-	if cm.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.GetUID()) || cm.Labels[kdagv1alpha1.LabelController] != f.c.name {
+	if cm.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.GetUID()) || cm.Labels[kdagv1alpha1.LabelController] != f.name {
 		t.Errorf("adopted ConfigMap labels %v, want kdag's labels for owner %s", cm.Labels, w.GetUID())
 	}
 	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != w.GetUID() {
@@ -146,10 +147,10 @@ func TestAdoption_AdoptOptionTakesOver(t *testing.T) {
 func TestAdoption_AdoptReplacesAnotherController(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []NodeOption
+		opts []controller.NodeOption
 	}{
-		{"adopt", []NodeOption{Adopt()}},
-		{"adopt, create-only", []NodeOption{Adopt(), CreateOnly()}},
+		{"adopt", []controller.NodeOption{controller.Adopt()}},
+		{"adopt, create-only", []controller.NodeOption{controller.Adopt(), controller.CreateOnly()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, widgetRM{readyDeployment: true, configOpts: tc.opts})

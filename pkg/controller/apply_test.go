@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"fmt"
@@ -7,14 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -42,7 +41,7 @@ func TestApply_ManagedFieldsHaveApplyEntryOfFieldManager(t *testing.T) {
 			found := false
 			for _, mf := range obj.GetManagedFields() {
 				entries = append(entries, mf.Manager+"/"+string(mf.Operation)+"/"+mf.Subresource)
-				if mf.Manager == f.c.opts.FieldManager && mf.Subresource == tt.subresource {
+				if mf.Manager == f.fieldManager && mf.Subresource == tt.subresource {
 					if mf.Operation != metav1.ManagedFieldsOperationApply {
 						t.Errorf("field manager %s wrote with operation %s, want Apply", mf.Manager, mf.Operation)
 					}
@@ -50,7 +49,7 @@ func TestApply_ManagedFieldsHaveApplyEntryOfFieldManager(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Fatalf("managed fields %v: no Apply entry of %s (subresource %q)", entries, f.c.opts.FieldManager, tt.subresource)
+				t.Fatalf("managed fields %v: no Apply entry of %s (subresource %q)", entries, f.fieldManager, tt.subresource)
 			}
 		})
 	}

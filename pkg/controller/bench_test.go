@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -17,8 +18,8 @@ import (
 // layeredRM adds n ConfigMaps "<owner>-<i>": the first 10 are roots, every later one depends on
 // the one 10 places before it, so the graph has n/10 layers of up to 10 independent nodes.
 func layeredRM(n int) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
-		nodes := make([]Node, n)
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+		nodes := make([]controller.Node, n)
 		for i := range n {
 			cm := &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-" + strconv.Itoa(i)},
@@ -27,7 +28,7 @@ func layeredRM(n int) funcRM {
 			if i < 10 {
 				nodes[i] = b.Add(cm)
 			} else {
-				nodes[i] = b.Add(cm, DependsOn(nodes[i-10]))
+				nodes[i] = b.Add(cm, controller.DependsOn(nodes[i-10]))
 			}
 		}
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/graph"
-	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -37,7 +37,7 @@ type endpointRM struct {
 	hide   *atomic.Bool                   // set: the endpoint is cleared (as if the service went away)
 }
 
-func (rm endpointRM) ReportStatus(_ context.Context, w *testapi.Widget, report Report) error {
+func (rm endpointRM) ReportStatus(_ context.Context, w *testapi.Widget, report controller.Report) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}}
 	found, err := report.Get(cm)
 	if err != nil {
@@ -61,7 +61,7 @@ func (rm endpointRM) ReportStatus(_ context.Context, w *testapi.Widget, report R
 // block, which the reporter cannot overwrite; a second pass writes nothing; a field the reporter
 // clears is removed from the live status.
 func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
-	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	rm := endpointRM{states: make(chan [2]kdagv1alpha1.NodeState, 100), hide: &atomic.Bool{}, funcRM: funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		return nil
 	}}}
@@ -99,54 +99,12 @@ func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
 	}
 }
 
-// TestReport_GetAndState: Report's look-ups by type, namespace (the owner's when empty) and
-// name; a type outside the scheme is an error, not a panic.
-func TestReport_GetAndState(t *testing.T) {
-	applied := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v"}}
-	u, err := resources.ToUnstructured(applied, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := Report{scheme: scheme, namespace: "ns", nodes: []nodeReport{
-		{id: graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, state: kdagv1alpha1.NodeReady, object: u},
-		{id: graph.NodeID{Kind: "Secret", Namespace: "ns", Name: "key"}, state: kdagv1alpha1.NodeBlocked},
-	}}
-	type unknown struct{ corev1.ConfigMap } // not in the scheme
-	for _, tc := range []struct {
-		name      string
-		obj       client.Object
-		wantState kdagv1alpha1.NodeState
-		wantFound bool
-		wantErr   bool
-	}{
-		{"applied object, namespace defaulted to the owner's", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}, kdagv1alpha1.NodeReady, true, false},
-		{"applied object, namespace given", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}}, kdagv1alpha1.NodeReady, true, false},
-		{"other namespace", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "cfg"}}, "", false, false},
-		{"same name, other kind", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}, "", false, false},
-		{"node without an object", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key"}}, kdagv1alpha1.NodeBlocked, false, false},
-		{"type not in the scheme", &unknown{ConfigMap: corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}}, "", false, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := r.State(tc.obj); got != tc.wantState {
-				t.Errorf("State = %q, want %q", got, tc.wantState)
-			}
-			found, err := r.Get(tc.obj)
-			if found != tc.wantFound || (err != nil) != tc.wantErr {
-				t.Fatalf("Get = %v, %v; want %v, error %v", found, err, tc.wantFound, tc.wantErr)
-			}
-			if found && tc.obj.(*corev1.ConfigMap).Data["k"] != "v" {
-				t.Errorf("Get filled %+v, want the applied object's data", tc.obj)
-			}
-		})
-	}
-}
-
 // TestCacheOptions_ScopesOwnedTypesToKdagsObjects (issue 19 item 1): the cache of a manager set
 // up with CacheOptions holds the owned types' objects kdag applied, not the others of the
 // cluster; a type one component owns and another reconciles is cached whole.
 func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
-	parent := For("parents", funcRM{}.owning(&testapi.Widget{})) // owns Widgets, which "widgets" reconciles
-	opts := CacheOptions(scheme, For("widgets", funcRM{}), parent)
+	parent := controller.For("parents", funcRM{}.owning(&testapi.Widget{})) // owns Widgets, which "widgets" reconciles
+	opts := controller.CacheOptions(scheme, controller.For("widgets", funcRM{}), parent)
 	for obj, want := range map[client.Object]bool{&corev1.ConfigMap{}: true, &appsv1.Deployment{}: true, &testapi.Widget{}: false} {
 		scoped := false
 		for o, by := range opts.ByObject {
@@ -182,9 +140,10 @@ func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 	}
 }
 
+// sameType reports whether a and b are of one kind in the scheme.
 func sameType(a, b client.Object) bool {
-	ga, _ := gvkOf(a, scheme)
-	gb, _ := gvkOf(b, scheme)
+	ga, _ := apiutil.GVKForObject(a, scheme)
+	gb, _ := apiutil.GVKForObject(b, scheme)
 	return ga == gb
 }
 
@@ -245,24 +204,24 @@ func TestSetup_RBACCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
 			cfg := userWithRules(t, ns, tc.rules, tc.inNamespace)
-			var setupOpts []Options
+			var setupOpts []controller.Options
 			if tc.inNamespace {
-				setupOpts = append(setupOpts, Options{WatchNamespaces: []string{ns}})
+				setupOpts = append(setupOpts, controller.Options{WatchNamespaces: []string{ns}})
 			}
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 				Scheme:     scheme,
 				Metrics:    metricsserver.Options{BindAddress: "0"},
 				Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-				Controller: ctrlConfigSkipNameValidation(),
+				Controller: skipNameValidation(),
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
+			rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 				return nil
 			}}
-			err = Setup(t.Context(), mgr, []Component{For("widget-"+ns, rm)}, setupOpts...)
+			err = controller.Setup(t.Context(), mgr, []controller.Component{controller.For("widget-"+ns, rm)}, setupOpts...)
 			if tc.wantMissing != nil {
 				if err == nil {
 					t.Fatal("Setup accepted a manager without the rules its controller needs")

@@ -1,10 +1,9 @@
-package controller
+package controller_test
 
 import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,49 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/latency"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-// convergePayload makes every object of the converge graph about as large as a small real
-// ConfigMap.
-var convergePayload = strings.Repeat("x", 256)
-
-// convergeLayers returns the objects of an owner's width × depth graph, layer by layer: layer d
-// holds width objects named "<owner>-<d>-<i>", ConfigMaps in even columns and Secrets in odd
-// ones. Every object of a layer depends on every object of the layer before, so the graph has
-// exactly depth steps whatever the scheduler does.
-func convergeLayers(w *testapi.Widget, width, depth int) [][]client.Object {
-	layers := make([][]client.Object, depth)
-	for d := range depth {
-		layers[d] = make([]client.Object, width)
-		for i := range width {
-			om := metav1.ObjectMeta{Name: w.Name + "-" + strconv.Itoa(d) + "-" + strconv.Itoa(i)}
-			data := map[string]string{"layer": strconv.Itoa(d), "column": strconv.Itoa(i), "payload": convergePayload}
-			if i%2 == 0 {
-				layers[d][i] = &corev1.ConfigMap{ObjectMeta: om, Data: data}
-				continue
-			}
-			bytes := make(map[string][]byte, len(data))
-			for k, v := range data {
-				bytes[k] = []byte(v)
-			}
-			layers[d][i] = &corev1.Secret{ObjectMeta: om, Data: bytes}
-		}
-	}
-	return layers
-}
-
 // convergeRM is the kdag side of BenchmarkConverge: the width × depth graph of convergeLayers.
 func convergeRM(width, depth int) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
-		var prev []Node
-		for _, layer := range convergeLayers(w, width, depth) {
-			cur := make([]Node, len(layer))
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+		var prev []controller.Node
+		for _, layer := range controller.ConvergeLayers(w, width, depth) {
+			cur := make([]controller.Node, len(layer))
 			for i, obj := range layer {
-				cur[i] = b.Add(obj, DependsOn(prev...))
+				cur[i] = b.Add(obj, controller.DependsOn(prev...))
 			}
 			prev = cur
 		}
@@ -71,12 +42,12 @@ func convergeRM(width, depth int) funcRM {
 // topological order (layer by layer), each with the labels and owner reference kdag would set,
 // then one status update that marks the owner Ready.
 func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth int) error {
-	cl := f.mgr.GetClient()
+	cl := f.mgr().GetClient()
 	w := &testapi.Widget{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, w); err != nil {
 		return err
 	}
-	for _, layer := range convergeLayers(w, width, depth) {
+	for _, layer := range controller.ConvergeLayers(w, width, depth) {
 		for _, desired := range layer {
 			var obj client.Object
 			switch desired.(type) {
@@ -97,7 +68,7 @@ func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth
 				obj.SetLabels(map[string]string{
 					kdagv1alpha1.LabelManagedBy: "baseline", kdagv1alpha1.LabelController: "baseline", kdagv1alpha1.LabelOwnerUID: string(w.UID),
 				})
-				return controllerutil.SetControllerReference(w, obj, f.mgr.GetScheme())
+				return controllerutil.SetControllerReference(w, obj, f.mgr().GetScheme())
 			})
 			if err != nil {
 				return fmt.Errorf("create or update %s: %w", obj.GetName(), err)
@@ -116,7 +87,7 @@ func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth
 // (kdag's labels and owner reference, no hash annotations, nothing read), waits for the layer,
 // and then applies the owner's Ready status. It knows the graph and skips every check kdag makes.
 func convergeRawSSA(ctx context.Context, f *fixture, name string, width, depth int) error {
-	cl := f.mgr.GetClient()
+	cl := f.mgr().GetClient()
 	w := &testapi.Widget{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, w); err != nil {
 		return err
@@ -125,7 +96,7 @@ func convergeRawSSA(ctx context.Context, f *fixture, name string, width, depth i
 		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget", "name": w.Name, "uid": string(w.UID),
 		"controller": true, "blockOwnerDeletion": true,
 	}}
-	for _, layer := range convergeLayers(w, width, depth) {
+	for _, layer := range controller.ConvergeLayers(w, width, depth) {
 		errs := make(chan error, len(layer))
 		for _, obj := range layer {
 			go func() {
@@ -173,11 +144,11 @@ func (s *rttSampler) sample(count int) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"namespace": s.f.ns, "name": "rtt-" + strconv.Itoa(s.n)},
-			"data":     map[string]any{"layer": "0", "column": "0", "payload": convergePayload},
+			"data":     map[string]any{"layer": "0", "column": "0", "payload": controller.ConvergePayload},
 		}}
 		s.n++
 		start := time.Now()
-		err := s.f.mgr.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		err := s.f.mgr().GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner("kdag-bench-rtt"), client.ForceOwnership)
 		s.samples = append(s.samples, time.Since(start))
 		if err != nil {
@@ -316,9 +287,9 @@ func benchmarkConverge(b *testing.B, cc convergeCase) {
 		b.Cleanup(func() { _ = p.Close() }) // after the fixture's manager has stopped
 		fc.config = p.Config(env.Config)
 	}
-	var opts []Options
+	var opts []controller.Options
 	if cc.parallel > 0 {
-		opts = append(opts, Options{MaxParallelNodes: cc.parallel})
+		opts = append(opts, controller.Options{MaxParallelNodes: cc.parallel})
 	}
 	f := startFixture(b, fc, convergeRM(width, depth), opts...)
 	// Warm up the informers, the REST mapper and the connection pool: one-off costs.
@@ -429,7 +400,7 @@ func (f *fixture) waitOwnedCached(owner string, n int) {
 	poll.True(f.t, fmt.Sprintf("cache holds the %d objects of %s", n, owner), waitTimeout, func(context.Context) bool {
 		var cms corev1.ConfigMapList
 		var secrets corev1.SecretList
-		cl := f.mgr.GetClient()
+		cl := f.mgr().GetClient()
 		if cl.List(context.Background(), &cms, client.InNamespace(f.ns), sel) != nil ||
 			cl.List(context.Background(), &secrets, client.InNamespace(f.ns), sel) != nil {
 			return false

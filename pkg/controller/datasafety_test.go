@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 // Tests of the framework rules issue 20 (data safety) needs: ownership is an owner reference
 // (or kdag's field manager where none can be held), never a label alone; hashes do not depend on
@@ -15,13 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -31,7 +31,7 @@ import (
 // owner-UID label someone removed is still kdag's (its owner reference says so) and gets the
 // label back, instead of being refused as foreign.
 func TestOwnership_LabelAloneIsNotOwnership(t *testing.T) {
-	f := newFixture(t, widgetRM{readyDeployment: true}, Options{OrderedTeardown: true})
+	f := newFixture(t, widgetRM{readyDeployment: true}, controller.Options{OrderedTeardown: true})
 	w := f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	ctx := context.Background()
@@ -71,10 +71,10 @@ func TestOwnership_LabelAloneIsNotOwnership(t *testing.T) {
 // dependent feeds the same hash as when it is read from the cache later, so the dependent is
 // written once (a first deploy does not roll a StatefulSet twice).
 func TestHash_SameWhetherJustCreatedOrCached(t *testing.T) {
-	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		svc := b.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": w.Name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
-		b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}), DependsOn(svc), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}), controller.DependsOn(svc), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 		return nil
 	}}
 	f := newFixture(t, rm)
@@ -93,10 +93,10 @@ func TestHash_SameWhetherJustCreatedOrCached(t *testing.T) {
 // phasedRM: a migration Job (Finished while spec.data["migrated"] is "yes") that a Deployment
 // waits for with an order-only edge, a generated create-only Secret that protects the data of
 // the claim "<name>-data", and the claim, created after it.
-var phasedRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
-	jobOpts := []NodeOption{CreateOnly()}
+var phasedRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+	jobOpts := []controller.NodeOption{controller.CreateOnly()}
 	if w.Spec.Data["migrated"] == "yes" {
-		jobOpts = append(jobOpts, Finished())
+		jobOpts = append(jobOpts, controller.Finished())
 	}
 	job := b.Add(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-migrate"},
@@ -110,8 +110,8 @@ var phasedRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		}}
 	key := b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"k": "generated"}},
-		CreateOnly(), ProtectsData(claim))
-	data := b.Add(claim.DeepCopy(), After(key), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		controller.CreateOnly(), controller.ProtectsData(claim))
+	data := b.Add(claim.DeepCopy(), controller.After(key), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	b.Add(&appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name},
 		Spec: appsv1.DeploymentSpec{
@@ -121,7 +121,7 @@ var phasedRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
 			},
 		},
-	}, After(job), DependsOn(key, data), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	}, controller.After(job), controller.DependsOn(key, data), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
 }}
 
@@ -233,7 +233,7 @@ func TestProtectsData_KeyNeverRegeneratedOverData(t *testing.T) {
 // finalizer, held for an object in another namespace, is released once kdag deleted that one.
 func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 	other := env.Namespace(t)
-	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: w.Name + "-remote"}})
 		return nil
@@ -253,7 +253,7 @@ func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.True(t, "the cache sees the ConfigMap gone", waitTimeout, func(context.Context) bool { return f.cached(&corev1.ConfigMap{}, "app-config") != nil })
-	poll.True(t, "kdag sees the namespace being deleted", waitTimeout, func(context.Context) bool { return f.c.refs.namespaceTerminating(ctx, f.ns) })
+	poll.True(t, "kdag sees the namespace being deleted", waitTimeout, func(context.Context) bool { return controller.NamespaceTerminating(ctx, f.reconciler(), f.ns) })
 	f.calls.Reset()
 	// Reconciles, as the owner's events would cause, until the finalizer is released: the first
 	// deletes the remote ConfigMap, a later one (once the cache has seen it go) releases the
@@ -262,7 +262,7 @@ func TestNamespaceTerminating_NoRecreationAttempts(t *testing.T) {
 		return !controllerutil.ContainsFinalizer(f.get(&testapi.Widget{}, "app"), kdagv1alpha1.Finalizer)
 	}
 	poll.True(t, "the owner's finalizer released (held, the namespace cannot go)", waitTimeout, func(context.Context) bool {
-		if _, err := f.c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}); err != nil {
+		if _, err := f.Reconcile(ctx, controllertest.Named[testapi.Widget]("app")); err != nil {
 			t.Fatalf("reconcile in a terminating namespace: %v, want no error", err)
 		}
 		return released()

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -6,9 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -17,15 +16,15 @@ import (
 // built: a parent's prune made while the owner's own reconcile runs. A zero kind records nothing.
 type deletedMidway struct {
 	widgetRM
-	deletions *deletions
+	deletions *controller.Deletions
 	kind      graph.NodeID
 }
 
-func (rm deletedMidway) AddResources(ctx context.Context, owner *testapi.Widget, b *Graph) error {
+func (rm deletedMidway) AddResources(ctx context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	if rm.kind.Kind != "" {
 		id := rm.kind
 		id.Namespace, id.Name = owner.Namespace, owner.Name
-		rm.deletions.record(id, owner.UID)
+		controller.RecordDeletion(rm.deletions, id, owner.UID)
 	}
 	return rm.widgetRM.AddResources(ctx, owner, b)
 }
@@ -53,19 +52,19 @@ func TestReconcile_OwnerThisProcessDeletedCreatesNothing(t *testing.T) {
 		{name: "a built-in object of that UID, while reconciled", deleted: graph.NodeID{Kind: "ConfigMap"}, midway: true, blocked: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDeletions()
+			d := controller.NewDeletions()
 			rm := deletedMidway{widgetRM: widgetRM{readyDeployment: true}, deletions: d}
 			if tc.midway {
 				rm.kind = tc.deleted
 			}
-			f := newFixture(t, rm, Options{deletions: d})
+			f := newFixture(t, rm, controller.WithDeletions(d))
 			w := f.widget("app", testapi.WidgetSpec{})
 			if !tc.midway && tc.deleted.Kind != "" {
 				tc.deleted.Namespace, tc.deleted.Name = f.ns, "app"
-				d.record(tc.deleted, w.UID)
+				controller.RecordDeletion(d, tc.deleted, w.UID)
 			}
 			f.calls.Reset()
-			res, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}})
+			res, err := f.reconcileResult("app")
 			if err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkDriftRepair(b *testing.B) {
 	quietLogs()
 	rm := driftRM()
 	f := newFixture(b, rm)
-	if _, err := registerFor(f.mgr, "drift-"+f.ns, rm); err != nil {
+	if _, err := controller.Register(f.mgr(), "drift-"+f.ns, rm); err != nil {
 		b.Fatalf("register controller: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -92,7 +93,7 @@ func BenchmarkDriftRepair(b *testing.B) {
 // has no Service: envtest never frees a Service's cluster IP (no namespace controller), and a
 // Service per owner would fill the /24 service range within one run.
 func driftRM() funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		labels := map[string]string{"app": w.Name}
 		config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&appsv1.Deployment{
@@ -104,7 +105,7 @@ func driftRM() funcRM {
 					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
 				},
 			},
-		}, DependsOn(config), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		}, controller.DependsOn(config), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 		return nil
 	}}
 }

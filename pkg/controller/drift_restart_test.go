@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -6,10 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/kdag-dev/kdag/pkg/apply"
-
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources/schemas"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -34,7 +33,7 @@ func (listsRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &appsv1.Deployment{}, &testapi.Widget{}}
 }
 
-func (listsRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
+func (listsRM) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	w := owner
 	labels := map[string]string{"app": w.Name}
 	if w.Labels[childLabel] != "" {
@@ -66,11 +65,11 @@ func (listsRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) 
 				}}},
 			},
 		},
-	}, DependsOn(cm, secret), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	}, controller.DependsOn(cm, secret), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	b.Add(&testapi.Widget{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child", Labels: map[string]string{childLabel: "true"}},
 		Spec:       testapi.WidgetSpec{MaxReplicas: 3, Components: []string{"a", "b"}, Data: map[string]string{"k": "v"}},
-	}, ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	}, controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
 }
 
@@ -222,7 +221,7 @@ func TestDrift_NoFalsePositiveAfterRestart(t *testing.T) {
 		{&corev1.ConfigMap{}, "app-config"}, {&testapi.Widget{}, "app-child"},
 	} {
 		live := f.get(o.obj, o.name)
-		if !f.c.engine.Verified(live) {
+		if !controller.Engine(f.reconciler()).Verified(live) {
 			t.Errorf("%T %s is not remembered as verified after the restarted process checked it", o.obj, o.name)
 		}
 	}
@@ -245,11 +244,12 @@ func TestDrift_SchemaUnavailableAppliesOnce(t *testing.T) {
 	f.settle("app")
 
 	f.restart()
-	engine, err := apply.New(f.c.client, f.c.reader, schemas.NewProvider(unreachableSchemas{}, schemas.Options{}), apply.Options{FieldManager: f.c.opts.FieldManager})
+	cl, reader := controller.Clients(f.reconciler())
+	engine, err := apply.New(cl, reader, schemas.NewProvider(unreachableSchemas{}, schemas.Options{}), apply.Options{FieldManager: f.fieldManager})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.c.engine = engine
+	controller.SetEngine(f.reconciler(), engine)
 	f.foreignUpdate(&appsv1.Deployment{}, "app", func(o client.Object) {
 		c := &o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
 		c.Env = c.Env[1:]

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -40,18 +40,17 @@ func TestDrift_FightIsBounded(t *testing.T) {
 	const rounds = 12
 	for _, tt := range []struct {
 		name        string
-		opts        []Options
+		opts        []controller.Options
 		wantRepairs int
 	}{
 		{name: "default budget", wantRepairs: 5},
-		{name: "no limit", opts: []Options{{DriftRepairLimit: -1}}, wantRepairs: rounds},
+		{name: "no limit", opts: []controller.Options{{DriftRepairLimit: -1}}, wantRepairs: rounds},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, widgetRM{readyDeployment: true}, tt.opts...)
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "v"}})
 			f.settle("app")
 			cmPath := "/api/v1/namespaces/" + f.ns + "/configmaps/app-config"
-			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
 
 			repairs := 0
 			var res reconcile.Result
@@ -59,7 +58,7 @@ func TestDrift_FightIsBounded(t *testing.T) {
 				f.rogueApply("app-config", "k", fmt.Sprintf("rogue-%d", round))
 				f.calls.Reset()
 				var err error
-				res, err = f.c.Reconcile(context.Background(), req)
+				res, err = f.reconcileResult("app")
 				if err != nil {
 					t.Fatalf("round %d: reconcile: %v", round, err)
 				}
@@ -98,7 +97,7 @@ func TestDrift_FightIsBounded(t *testing.T) {
 				if c == nil || c.Status != want || c.Reason != kdagv1alpha1.ReasonDriftConflict {
 					t.Fatalf("%s condition %+v, want %s with reason %s", typ, c, want, kdagv1alpha1.ReasonDriftConflict)
 				}
-				for _, part := range []string{cmID, `"rogue-sync"`, ".data.k", f.c.opts.FieldManager} {
+				for _, part := range []string{cmID, `"rogue-sync"`, ".data.k", f.fieldManager} {
 					if !strings.Contains(c.Message, part) {
 						t.Errorf("%s message %q does not name %s", typ, c.Message, part)
 					}

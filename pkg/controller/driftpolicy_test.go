@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -53,22 +54,22 @@ func writesTo(writes []string, suffix string) []string {
 // object. Once the other writer puts the value back, Drifted turns False. The owner's annotation
 // wins over the node's option.
 func TestDriftPolicy_ReportLeavesDriftAndSaysSo(t *testing.T) {
-	report := []NodeOption{OnDrift(DriftReport)}
+	report := []controller.NodeOption{controller.OnDrift(controller.DriftReport)}
 	for _, tc := range []struct {
 		name       string
 		annotation string // kdag.dev/drift on the owner, "" for none
-		configOpts []NodeOption
+		configOpts []controller.NodeOption
 		wantReport bool
 	}{
 		{name: "owner annotation report", annotation: kdagv1alpha1.DriftReport, wantReport: true},
 		{name: "node OnDrift(DriftReport)", configOpts: report, wantReport: true},
 		{name: "owner annotation repair wins over the node's report", annotation: kdagv1alpha1.DriftRepair, configOpts: report},
 		{name: "owner annotation report wins over the node's repair", annotation: kdagv1alpha1.DriftReport,
-			configOpts: []NodeOption{OnDrift(DriftRepair)}, wantReport: true},
+			configOpts: []controller.NodeOption{controller.OnDrift(controller.DriftRepair)}, wantReport: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			f := newFixture(t, widgetRM{readyDeployment: true, configOpts: tc.configOpts}, Options{Metrics: metrics.Register(reg)})
+			f := newFixture(t, widgetRM{readyDeployment: true, configOpts: tc.configOpts}, controller.Options{Metrics: metrics.Register(reg)})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
 			if tc.annotation != "" {
 				f.annotateWidget("app", map[string]string{kdagv1alpha1.AnnotationDrift: tc.annotation})
@@ -219,9 +220,9 @@ func TestDriftPolicy_UnknownAnnotationStalls(t *testing.T) {
 
 // scaledRM: a ConfigMap from spec.data and a Deployment reading it, whose spec.replicas
 // (spec.replicas of the Widget, 3 by default) kdag sets at create time only: IgnoreFields.
-var scaledRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
+var scaledRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
-	b.Add(webDeployment(w, 3), IgnoreFields("spec.replicas"), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	b.Add(webDeployment(w, 3), controller.IgnoreFields("spec.replicas"), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
 }}
 
@@ -264,9 +265,9 @@ func TestIgnoreFields_ReplicasLeftToAnotherManager(t *testing.T) {
 				t.Fatalf("after an apply without spec.replicas: %d replicas, want 3 kept", got)
 			}
 			if !slices.ContainsFunc(d.ManagedFields, func(m metav1.ManagedFieldsEntry) bool {
-				return m.Manager == f.c.opts.FieldManager+apply.ReleasedFieldManagerSuffix
+				return m.Manager == f.fieldManager+apply.ReleasedFieldManagerSuffix
 			}) {
-				t.Errorf("no managed-fields entry of %s%s holding the released field", f.c.opts.FieldManager, apply.ReleasedFieldManagerSuffix)
+				t.Errorf("no managed-fields entry of %s%s holding the released field", f.fieldManager, apply.ReleasedFieldManagerSuffix)
 			}
 
 			// The autoscaler scales: kdag neither reverts nor reports it.
@@ -322,8 +323,8 @@ func TestIgnoreFields_ReplicasLeftToAnotherManager(t *testing.T) {
 
 // TestIgnoreFields_BadPathIsABuildError: a list element cannot be ignored; the owner is Stalled.
 func TestIgnoreFields_BadPathIsABuildError(t *testing.T) {
-	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
-		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, IgnoreFields("spec.containers[name=web].image"))
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, controller.IgnoreFields("spec.containers[name=web].image"))
 		return nil
 	}}
 	f := newFixture(t, rm)

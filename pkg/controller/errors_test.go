@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -72,19 +73,19 @@ func TestValidate_InvalidOwnerIsStalledUntilFixed(t *testing.T) {
 func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 	tests := []struct {
 		name   string
-		add    func(w *testapi.Widget, b *Graph)
+		add    func(w *testapi.Widget, b *controller.Graph)
 		failed string // name of the rejected node's object
 	}{
 		{
 			name: "ConfigMap with an invalid data key",
-			add: func(w *testapi.Widget, b *Graph) {
+			add: func(w *testapi.Widget, b *controller.Graph) {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Data: map[string]string{"bad key!": "x"}})
 			},
 			failed: "bad",
 		},
 		{
 			name: "Service with port 0",
-			add: func(w *testapi.Widget, b *Graph) {
+			add: func(w *testapi.Widget, b *controller.Graph) {
 				b.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bad"},
 					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 0}}}})
 			},
@@ -93,7 +94,7 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
+			f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 				b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "good"}})
 				tt.add(w, b)
 				return nil
@@ -127,7 +128,7 @@ func TestApply_ObjectRejectedAsInvalidIsTerminal(t *testing.T) {
 func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 	tests := []struct {
 		name string
-		rm   func(failures *atomic.Int32) ResourceManager[*testapi.Widget]
+		rm   func(failures *atomic.Int32) controller.ResourceManager[*testapi.Widget]
 		// inject arranges for the failed node to fail in the next reconcile only.
 		inject func(f *fixture, failures *atomic.Int32)
 		// failed is the failed node's object, "Kind name"; default the ConfigMap app-config.
@@ -135,7 +136,9 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 	}{
 		{
 			name: "API server answers 500 to the apply",
-			rm:   func(*atomic.Int32) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
+			rm: func(*atomic.Int32) controller.ResourceManager[*testapi.Widget] {
+				return widgetRM{readyDeployment: true}
+			},
 			inject: func(f *fixture, _ *atomic.Int32) {
 				f.calls.FailNext("PATCH", "/api/v1/namespaces/"+f.ns+"/configmaps/app-config", 1)
 			},
@@ -144,7 +147,9 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 			// kube-apiserver v1.36+ while etcd is unavailable (seen in test/e2e/controlplane):
 			// 422 Invalid, but the server's failure, not the Service's.
 			name: "API server cannot allocate the Service's cluster IP",
-			rm:   func(*atomic.Int32) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
+			rm: func(*atomic.Int32) controller.ResourceManager[*testapi.Widget] {
+				return widgetRM{readyDeployment: true}
+			},
 			inject: func(f *fixture, _ *atomic.Int32) {
 				st := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "app", field.ErrorList{field.Invalid(
 					field.NewPath("spec", "clusterIPs"), []string{""},
@@ -155,8 +160,8 @@ func TestReconcile_TransientFailureRetriedUntilReady(t *testing.T) {
 		},
 		{
 			name: "a readiness check fails once",
-			rm: func(failures *atomic.Int32) ResourceManager[*testapi.Widget] {
-				return widgetRM{readyDeployment: true, configOpts: []NodeOption{ReadyWhen(
+			rm: func(failures *atomic.Int32) controller.ResourceManager[*testapi.Widget] {
+				return widgetRM{readyDeployment: true, configOpts: []controller.NodeOption{controller.ReadyWhen(
 					func(client.Object) (bool, error) {
 						if failures.Add(-1) >= 0 {
 							return false, errors.New("vault unreachable")
@@ -210,37 +215,37 @@ func TestBuild_MistakesAreTerminal(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		add  func(b *Graph)
+		add  func(b *controller.Graph)
 		want string // in the Stalled message
 	}{
 		{
 			name: "same object twice",
-			add:  func(b *Graph) { b.Add(cm("twice")); b.Add(cm("twice")) },
+			add:  func(b *controller.Graph) { b.Add(cm("twice")); b.Add(cm("twice")) },
 			want: "twice: added twice",
 		},
 		{
 			name: "object without a name",
-			add:  func(b *Graph) { b.Add(cm("")) },
+			add:  func(b *controller.Graph) { b.Add(cm("")) },
 			want: "object has no name",
 		},
 		{
 			name: "nil object",
-			add:  func(b *Graph) { b.Add(nil) },
+			add:  func(b *controller.Graph) { b.Add(nil) },
 			want: "nil object",
 		},
 		{
 			name: "typed nil object",
-			add:  func(b *Graph) { b.Add((*corev1.ConfigMap)(nil)) },
+			add:  func(b *controller.Graph) { b.Add((*corev1.ConfigMap)(nil)) },
 			want: "nil object",
 		},
 		{
 			name: "blocker whose Add failed",
-			add:  func(b *Graph) { bad := b.Add(cm("")); b.Add(cm("after"), DependsOn(bad)) },
+			add:  func(b *controller.Graph) { bad := b.Add(cm("")); b.Add(cm("after"), controller.DependsOn(bad)) },
 			want: "is unknown",
 		},
 		{
 			name: "type not owned",
-			add: func(b *Graph) {
+			add: func(b *controller.Graph) {
 				b.Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}})
 			},
 			want: "not an owned type",
@@ -248,7 +253,7 @@ func TestBuild_MistakesAreTerminal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Graph) error {
+			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *controller.Graph) error {
 				b.Add(cm("fine"))
 				tt.add(b)
 				return nil
@@ -284,7 +289,7 @@ func TestBuild_AddResourcesErrorKinds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, funcRM{add: func(*testapi.Widget, *Graph) error { return tt.err }})
+			f := newFixture(t, funcRM{add: func(*testapi.Widget, *controller.Graph) error { return tt.err }})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 			err := f.reconcile("app")
 			if err == nil || isTerminalErr(err) != tt.wantTerminal {
@@ -301,9 +306,4 @@ func TestBuild_AddResourcesErrorKinds(t *testing.T) {
 			}
 		})
 	}
-}
-
-func isTrue(st kdagv1alpha1.Status, typ string) bool {
-	c := condition(st, typ)
-	return c != nil && c.Status == metav1.ConditionTrue
 }

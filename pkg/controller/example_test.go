@@ -18,14 +18,14 @@ import (
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-// cache is a ResourceManager: a ConfigMap, a Deployment that needs it, and a Service.
-type cache struct{}
+// cacheRM is a ResourceManager: a ConfigMap, a Deployment that needs it, and a Service.
+type cacheRM struct{}
 
-func (cache) OwnedTypes() []client.Object {
+func (cacheRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}}
 }
 
-func (cache) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
+func (cacheRM) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	name := owner.GetName() + "-cache"
 	config := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	deploy := b.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}}, controller.DependsOn(config))
@@ -40,7 +40,7 @@ func Example_plan() {
 	utilruntime.Must(testapi.AddToScheme(scheme))
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app"}}
 
-	plan, err := plan.NewPlan(context.Background(), cache{}, owner, scheme, nil)
+	plan, err := plan.NewPlan(context.Background(), cacheRM{}, owner, scheme, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

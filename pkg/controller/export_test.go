@@ -1,39 +1,36 @@
 package controller
 
-// Hooks for the external test package controller_test (shard_test.go), which may import package
-// shard (package controller's own tests may not: shard imports controller).
+// Hooks for the external test package controller_test, where the package's tests run on kdag's
+// test kit (pkg/controllertest, which imports this package) and may import package shard.
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	"context"
 
-	"github.com/kdag-dev/kdag/pkg/testing/envtest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
-// SharedEnv returns the API server of the package's tests (set by TestMain).
-func SharedEnv() *envtest.Environment { return env }
+// scheme is the scheme of the package's tests: client-go's types and the test Widget.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(testapi.AddToScheme(s))
+	return s
+}()
 
 // SharedScheme is the scheme of the package's tests.
 var SharedScheme = scheme
-
-// WaitTimeout is how long the package's tests wait for a reconcile.
-const WaitTimeout = waitTimeout
-
-// CtrlConfigSkipNameValidation lets tests register controllers of one name in several managers.
-func CtrlConfigSkipNameValidation() config.Controller { return ctrlConfigSkipNameValidation() }
-
-// NewFuncRM returns the test ResourceManager over Widgets whose graph is add, owning ConfigMaps,
-// Secrets, Services, Deployments and the types of owned.
-func NewFuncRM(add func(w *testapi.Widget, b *Graph) error, owned ...client.Object) ResourceManager[*testapi.Widget] {
-	return funcRM{add: add}.owning(owned...)
-}
-
-// SameType reports whether a and b are of one Go type.
-func SameType(a, b client.Object) bool { return sameType(a, b) }
 
 // ReferenceObjects returns how many objects of kind (a core kind: "Secret") the informers of c's
 // referenced objects hold.
@@ -41,16 +38,100 @@ func ReferenceObjects(c *reconciler, kind string) int {
 	return c.refs.cachedObjects(schema.GroupVersionKind{Version: "v1", Kind: kind})
 }
 
-// ShardCache and ShardControllerOptions, set by shard_test.go from package shard, make the
-// managers of BenchmarkScaleReplicas static shards as kdag's --shard does: the cache narrowed to
-// shard, and the reconciler options of its manager.
-var (
-	ShardCache             func(opts cache.Options, shard string) (cache.Options, error)
-	ShardControllerOptions func(mgr ctrl.Manager, shard string) Options
-)
-
 // Register registers the reconciler named name for rm with mgr and returns it (Setup without the
 // RBAC check), for tests that look inside it (ReferenceObjects).
 func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Options) (*reconciler, error) {
 	return registerFor(mgr, name, rm, opts...)
+}
+
+// ConvergeLayers returns the objects of BenchmarkConverge's width × depth graph, layer by layer
+// (convergeLayers, which BenchmarkRenderCreate renders too).
+func ConvergeLayers(w *testapi.Widget, width, depth int) [][]client.Object {
+	return convergeLayers(w, width, depth)
+}
+
+// ConvergePayload is the filler that makes each object of the converge graph about as large as
+// a small real ConfigMap.
+var ConvergePayload = convergePayload
+
+// The span names and attribute keys of a reconcile's trace (observe.go), which SREs query.
+const (
+	SpanReconcile  = spanReconcile
+	SpanBuildGraph = spanBuildGraph
+	SpanRunGraph   = spanRunGraph
+	SpanNode       = spanNode
+	SpanApply      = spanApply
+)
+
+var (
+	AttrName      = attrName
+	AttrAction    = attrAction
+	AttrOutcome   = attrOutcome
+	AttrBlockedBy = attrBlockedBy
+)
+
+// Rechecks and defaults the tests compare with.
+const (
+	WaitingRecheck          = waitingRecheck
+	TeardownRecheck         = teardownRecheck
+	DefaultMaxParallelNodes = defaultMaxParallelNodes
+	MaxLogVerbosity         = maxLogVerbosity
+)
+
+// CapVerbosity is capVerbosity: the logger of a reconcile, levels above MaxLogVerbosity dropped.
+var CapVerbosity = capVerbosity
+
+// DefaultOptions returns the Options a reconciler named name runs with when none are set.
+func DefaultOptions(name string) Options {
+	var o Options
+	o.defaults(name)
+	return o
+}
+
+// Deletions records the owners this process deleted (a parent's prune), shared by the
+// reconcilers of one Setup.
+type Deletions = deletions
+
+// NewDeletions returns an empty record of deletions.
+func NewDeletions() *Deletions { return newDeletions() }
+
+// WithDeletions returns Options whose reconciler shares d.
+func WithDeletions(d *Deletions) Options { return Options{deletions: d} }
+
+// RecordDeletion records that this process deleted the object id of uid.
+func RecordDeletion(d *Deletions, id graph.NodeID, uid types.UID) { d.record(id, uid) }
+
+// The internals of r, a kdag reconciler (controllertest's Harness.Reconciler, Register).
+
+// Engine returns r's apply engine.
+func Engine(r reconcile.Reconciler) *apply.Engine { return r.(*reconciler).engine }
+
+// SetEngine replaces r's apply engine by e.
+func SetEngine(r reconcile.Reconciler, e *apply.Engine) { r.(*reconciler).engine = e }
+
+// Clients returns r's client (writes, cached reads) and its uncached reader.
+func Clients(r reconcile.Reconciler) (client.Client, client.Reader) {
+	c := r.(*reconciler)
+	return c.client, c.reader
+}
+
+// CachedReference returns the object of kind gvk named namespace/name that r's informers of
+// referenced objects hold, or nil.
+func CachedReference(ctx context.Context, r reconcile.Reconciler, gvk schema.GroupVersionKind, namespace, name string) (metav1.Object, error) {
+	return r.(*reconciler).refs.cached(ctx, gvk, namespace, name)
+}
+
+// NamespaceTerminating reports whether r has seen namespace being deleted.
+func NamespaceTerminating(ctx context.Context, r reconcile.Reconciler, namespace string) bool {
+	return r.(*reconciler).refs.namespaceTerminating(ctx, namespace)
+}
+
+// ReferencesStarted reports whether r's references runnable has made, at manager start, the one
+// uncached list that tells whether namespaces can be watched: a reconcile that raced it would
+// make that list itself, inside the window a test counts requests in.
+func ReferencesStarted(r reconcile.Reconciler) bool {
+	c := r.(*reconciler)
+	c.refs.mu.Lock()
+	defer c.refs.mu.Unlock()
+	return c.refs.namespacesDecided
 }

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -18,7 +19,7 @@ func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	cm := f.get(&corev1.ConfigMap{}, "app-0")
-	if !f.c.engine.Verified(cm) {
+	if !controller.Engine(f.reconciler()).Verified(cm) {
 		t.Fatal("no verified state remembered for ConfigMap app-0 after kdag applied it")
 	}
 	other := f.get(&corev1.ConfigMap{}, "app-1")
@@ -26,9 +27,9 @@ func TestController_ForgetsObjectsDeletedByOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.True(t, "the verified state of the deleted ConfigMap is forgotten", waitTimeout, func(context.Context) bool {
-		return !f.c.engine.Verified(cm)
+		return !controller.Engine(f.reconciler()).Verified(cm)
 	})
-	if !f.c.engine.Verified(other) {
+	if !controller.Engine(f.reconciler()).Verified(other) {
 		t.Error("the verified state of ConfigMap app-1, not deleted, was forgotten too")
 	}
 }

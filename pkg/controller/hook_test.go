@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 	"github.com/kdag-dev/kdag/pkg/testing/workload"
@@ -22,7 +24,7 @@ import (
 // hookRM: a ConfigMap "<name>-config", and a BeforeDelete Job "<name>-backup" (timeout from the
 // Widget's spec.data["timeout"], default 10 minutes; Keep when spec.data["keep"] is "yes") that
 // mounts it, so that the Graph infers the edge hook → ConfigMap.
-var hookRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
+var hookRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 	timeout := 10 * time.Minute
 	if v := w.Spec.Data["timeout"]; v != "" {
@@ -32,9 +34,9 @@ var hookRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 		}
 		timeout = d
 	}
-	opts := []NodeOption{BeforeDelete(timeout)}
+	opts := []controller.NodeOption{controller.BeforeDelete(timeout)}
 	if w.Spec.Data["keep"] == "yes" {
-		opts = append(opts, Keep())
+		opts = append(opts, controller.Keep())
 	}
 	b.Add(backupJob(w.Name), opts...)
 	return nil
@@ -54,7 +56,7 @@ func backupJob(owner string) *batchv1.Job {
 
 // hookFixture starts a fixture of hookRM, creates the Widget "app" with data, settles it, checks
 // that the hook's Job was not created while the owner lives, and deletes the Widget.
-func hookFixture(t *testing.T, data map[string]string, annotations map[string]string, opts ...Options) *fixture {
+func hookFixture(t *testing.T, data map[string]string, annotations map[string]string, opts ...controller.Options) *fixture {
 	t.Helper()
 	f := newFixture(t, hookRM, opts...)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "app", Annotations: annotations},
@@ -152,8 +154,8 @@ func (f *fixture) hookCondition() metav1.Condition {
 func TestBeforeDelete_GatesTeardownUntilTheJobCompletes(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		opts []Options
-	}{{"ordered teardown", []Options{{OrderedTeardown: true}}}, {"garbage collector", nil}} {
+		opts []controller.Options
+	}{{"ordered teardown", []controller.Options{{OrderedTeardown: true}}}, {"garbage collector", nil}} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := hookFixture(t, nil, nil, tt.opts...)
 			if err := f.reconcileHook(); err != nil {
@@ -232,7 +234,7 @@ func TestBeforeDelete_FailureAndTimeoutStallTheTeardown(t *testing.T) {
 			recover: func(f *fixture) { completeJob(f, "app-backup") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := hookFixture(t, tt.data, nil, Options{OrderedTeardown: true})
+			f := hookFixture(t, tt.data, nil, controller.Options{OrderedTeardown: true})
 			if err := f.reconcileHook(); err != nil {
 				t.Fatalf("first teardown reconcile: %v", err)
 			}
@@ -335,7 +337,7 @@ func TestBeforeDelete_SkipAnnotation(t *testing.T) {
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := hookFixture(t, nil, tt.annotations, Options{OrderedTeardown: true})
+			f := hookFixture(t, nil, tt.annotations, controller.Options{OrderedTeardown: true})
 			if tt.before != nil {
 				tt.before(f)
 			}
@@ -362,7 +364,7 @@ func TestBeforeDelete_SkipAnnotation(t *testing.T) {
 // TestBeforeDelete_KeptHookOutlivesTheOwner: a BeforeDelete Job with Keep runs like any hook and
 // is orphaned, not deleted, by the teardown: its record stays.
 func TestBeforeDelete_KeptHookOutlivesTheOwner(t *testing.T) {
-	f := hookFixture(t, map[string]string{"keep": "yes"}, nil, Options{OrderedTeardown: true})
+	f := hookFixture(t, map[string]string{"keep": "yes"}, nil, controller.Options{OrderedTeardown: true})
 	if err := f.reconcileHook(); err != nil {
 		t.Fatal(err)
 	}
@@ -388,32 +390,38 @@ func TestBeforeDelete_BuildErrors(t *testing.T) {
 	cm := func() *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}} }
 	for _, tt := range []struct {
 		name string
-		add  func(b *Graph)
+		add  func(b *controller.Graph)
 		want string // "" for no error
 	}{
-		{"a Job", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute)) }, ""},
-		{"with Keep and CreateOnly", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Keep(), CreateOnly()) }, ""},
-		{"a hook after another", func(b *Graph) {
-			first := b.Add(backupJob("a"), BeforeDelete(time.Minute))
-			b.Add(backupJob("b"), BeforeDelete(time.Minute), After(first))
+		{"a Job", func(b *controller.Graph) { b.Add(backupJob("w"), controller.BeforeDelete(time.Minute)) }, ""},
+		{"with Keep and CreateOnly", func(b *controller.Graph) {
+			b.Add(backupJob("w"), controller.BeforeDelete(time.Minute), controller.Keep(), controller.CreateOnly())
 		}, ""},
-		{"not a Job", func(b *Graph) { b.Add(cm(), BeforeDelete(time.Minute)) }, "BeforeDelete applies to a batch/v1 Job only"},
-		{"zero timeout", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(0)) }, "the timeout must be positive"},
-		{"Finished", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Finished()) }, "does not take Finished"},
-		{"Recreate", func(b *Graph) {
-			b.Add(backupJob("w"), BeforeDelete(time.Minute), Recreate(metav1.DeletePropagationBackground))
+		{"a hook after another", func(b *controller.Graph) {
+			first := b.Add(backupJob("a"), controller.BeforeDelete(time.Minute))
+			b.Add(backupJob("b"), controller.BeforeDelete(time.Minute), controller.After(first))
+		}, ""},
+		{"not a Job", func(b *controller.Graph) { b.Add(cm(), controller.BeforeDelete(time.Minute)) }, "BeforeDelete applies to a batch/v1 Job only"},
+		{"zero timeout", func(b *controller.Graph) { b.Add(backupJob("w"), controller.BeforeDelete(0)) }, "the timeout must be positive"},
+		{"Finished", func(b *controller.Graph) {
+			b.Add(backupJob("w"), controller.BeforeDelete(time.Minute), controller.Finished())
+		}, "does not take Finished"},
+		{"Recreate", func(b *controller.Graph) {
+			b.Add(backupJob("w"), controller.BeforeDelete(time.Minute), controller.Recreate(metav1.DeletePropagationBackground))
 		}, "does not take Finished, Recreate"},
-		{"Adopt", func(b *Graph) { b.Add(backupJob("w"), BeforeDelete(time.Minute), Adopt()) }, "does not take Finished, Recreate, Adopt"},
-		{"a dependent", func(b *Graph) {
-			hook := b.Add(backupJob("w"), BeforeDelete(time.Minute))
-			b.Add(cm(), After(hook))
+		{"Adopt", func(b *controller.Graph) {
+			b.Add(backupJob("w"), controller.BeforeDelete(time.Minute), controller.Adopt())
+		}, "does not take Finished, Recreate, Adopt"},
+		{"a dependent", func(b *controller.Graph) {
+			hook := b.Add(backupJob("w"), controller.BeforeDelete(time.Minute))
+			b.Add(cm(), controller.After(hook))
 		}, "is a BeforeDelete hook: it runs only when the owner is deleted"},
-		{"a Reference", func(b *Graph) { b.Reference(backupJob("w"), BeforeDelete(time.Minute)) }, "a Reference takes no option"},
+		{"a Reference", func(b *controller.Graph) { b.Reference(backupJob("w"), controller.BeforeDelete(time.Minute)) }, "a Reference takes no option"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rm := funcRM{add: func(_ *testapi.Widget, b *Graph) error { tt.add(b); return nil }}.owning(&batchv1.Job{})
+			rm := funcRM{add: func(_ *testapi.Widget, b *controller.Graph) error { tt.add(b); return nil }}.owning(&batchv1.Job{})
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
-			p, err := testPlan(context.Background(), rm, owner, scheme, nil)
+			p, err := plan.NewPlan(context.Background(), rm, owner, scheme, nil)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("NewPlan: %v", err)
@@ -433,7 +441,7 @@ func TestBeforeDelete_BuildErrors(t *testing.T) {
 // collector would delete it), says so in a Warning event and the BeforeDelete condition, and
 // releases its finalizer.
 func TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun(t *testing.T) {
-	f := newFixture(t, hookRM, Options{OrderedTeardown: true})
+	f := newFixture(t, hookRM, controller.Options{OrderedTeardown: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 	f.settle("app")
 	if err := f.cl.Delete(context.Background(), f.get(&testapi.Widget{}, "app"), client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
@@ -463,7 +471,7 @@ func TestBeforeDelete_ForegroundDeletionSaysTheHookDidNotRun(t *testing.T) {
 // kdag's labels): the conditional create does not overwrite it, the Job is read from the API
 // server and judged as read, and the teardown goes on once it completes.
 func TestBeforeDelete_JobTheCacheDoesNotHold(t *testing.T) {
-	f := hookFixture(t, nil, nil, Options{OrderedTeardown: true})
+	f := hookFixture(t, nil, nil, controller.Options{OrderedTeardown: true})
 	w := f.get(&testapi.Widget{}, "app")
 	job := backupJob("app")
 	job.Namespace = f.ns

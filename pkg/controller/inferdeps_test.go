@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -19,13 +20,13 @@ import (
 // the ConfigMap and the claim and reads the Secret through envFrom, with no DependsOn: every
 // edge is inferred (issue 15). The claim is ready once Bound (its ReadyWhen: kdag's own rule
 // counts a Pending claim as ready, see TestPendingClaim_DoesNotBlockItsConsumer).
-var referencingRM = referencing(ReadyWhen(func(live client.Object) (bool, error) {
+var referencingRM = referencing(controller.ReadyWhen(func(live client.Object) (bool, error) {
 	return live.(*corev1.PersistentVolumeClaim).Status.Phase == corev1.ClaimBound, nil
 }))
 
 // referencing is referencingRM with claimOpts on the claim's node.
-func referencing(claimOpts ...NodeOption) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
+func referencing(claimOpts ...controller.NodeOption) funcRM {
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"}, StringData: map[string]string{"token": "t"}})
 		b.Add(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"},
@@ -46,7 +47,7 @@ func referencing(claimOpts ...NodeOption) funcRM {
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 					ClaimName: w.Name + "-data"}}},
 			},
-		}), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+		}), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 		return nil
 	}}
 }

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -25,14 +26,14 @@ import (
 func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	other := env.Namespace(t)
 	roleName := "kdag-test-" + other
-	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 		remote := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: w.Name + "-remote"}},
-			ReadyWhen(func(live client.Object) (bool, error) { return live.GetAnnotations()["ready"] == "true", nil }))
+			controller.ReadyWhen(func(live client.Object) (bool, error) { return live.GetAnnotations()["ready"] == "true", nil }))
 		b.Add(&rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: roleName},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
-		}, DependsOn(remote))
+		}, controller.DependsOn(remote))
 		return nil
 	}}
 	f := startFixture(t, fixtureConfig{register: true, namespaces: []string{other}}, rm.owning(&rbacv1.ClusterRole{}))
@@ -81,13 +82,13 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 
 // keepRM: a ConfigMap, a generated create-only Secret "<name>-data" that is kept, and, while
 // spec.components holds "extra", a kept ConfigMap "<name>-extra".
-var keepRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
+var keepRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}})
 	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"}, StringData: map[string]string{"key": rand.Text()}},
-		CreateOnly(), Keep())
+		controller.CreateOnly(), controller.Keep())
 	for _, c := range w.Spec.Components {
 		if c == "extra" {
-			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-extra"}}, Keep())
+			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-extra"}}, controller.Keep())
 		}
 	}
 	return nil
@@ -100,10 +101,10 @@ var keepRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 func TestKeep_OrphanedNotDeletedAndAdoptedAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []Options
+		opts []controller.Options
 	}{
 		{"finalizer for the kept objects", nil},
-		{"ordered teardown", []Options{{OrderedTeardown: true}}},
+		{"ordered teardown", []controller.Options{{OrderedTeardown: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, keepRM, tc.opts...)

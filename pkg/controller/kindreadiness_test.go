@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -24,16 +25,16 @@ func (plainChildRM) OwnedTypes() []client.Object {
 	return []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}
 }
 
-func (rm plainChildRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
+func (rm plainChildRM) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	if strings.HasSuffix(owner.Name, "-child") {
 		return nil
 	}
-	var opts []NodeOption
+	var opts []controller.NodeOption
 	if rm.nodeRule != nil {
-		opts = append(opts, ReadyWhen(rm.nodeRule))
+		opts = append(opts, controller.ReadyWhen(rm.nodeRule))
 	}
 	child := b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}}, opts...)
-	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-after-child"}}, DependsOn(child))
+	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner.Name + "-after-child"}}, controller.DependsOn(child))
 	return nil
 }
 
@@ -113,7 +114,7 @@ func TestReadiness_RegisteredOncePerKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, plainChildRM{nodeRule: tt.nodeRule}, Options{ReadyWhen: []KindReadiness{{Kind: &testapi.Widget{}, Ready: tt.kindRule}}})
+			f := newFixture(t, plainChildRM{nodeRule: tt.nodeRule}, controller.Options{ReadyWhen: []controller.KindReadiness{{Kind: &testapi.Widget{}, Ready: tt.kindRule}}})
 			f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
 			if err := f.reconcile("app"); err != nil {
 				t.Fatalf("first reconcile: %v", err)
@@ -138,45 +139,13 @@ func TestReadiness_RegisteredOncePerKind(t *testing.T) {
 
 func TestOptionsReadyWhen_RefusesUnknownKindsAndNil(t *testing.T) {
 	f := newFixture(t, plainChildRM{})
-	for name, opt := range map[string]Options{
-		"kind not in the scheme": {ReadyWhen: []KindReadiness{{Kind: &unstructured.Unstructured{}, Ready: func(client.Object) (bool, error) { return true, nil }}}},
-		"nil rule":               {ReadyWhen: []KindReadiness{{Kind: &testapi.Widget{}, Ready: nil}}},
+	for name, opt := range map[string]controller.Options{
+		"kind not in the scheme": {ReadyWhen: []controller.KindReadiness{{Kind: &unstructured.Unstructured{}, Ready: func(client.Object) (bool, error) { return true, nil }}}},
+		"nil rule":               {ReadyWhen: []controller.KindReadiness{{Kind: &testapi.Widget{}, Ready: nil}}},
 	} {
-		if _, err := newController(f.mgr, "readiness-"+f.ns, mustAdapt(t, ResourceManager[*testapi.Widget](plainChildRM{})), opt); err == nil ||
+		if _, err := controller.Register(f.mgr(), "readiness-"+f.ns, plainChildRM{}, opt); err == nil ||
 			!strings.Contains(err.Error(), "Options.ReadyWhen") {
 			t.Errorf("%s: New error %v, want one naming Options.ReadyWhen", name, err)
 		}
-	}
-}
-
-// TestGenerationObserved: what a custom resource's status must say before kstatus' verdict is
-// trusted (WithReadyWhen documents the rule).
-func TestGenerationObserved(t *testing.T) {
-	tests := []struct {
-		name   string
-		status map[string]any
-		want   bool
-	}{
-		{name: "no status", want: false},
-		{name: "empty status", status: map[string]any{}, want: false},
-		{name: "observedGeneration of another generation", status: map[string]any{"observedGeneration": int64(2)}, want: false},
-		{name: "observedGeneration of this generation", status: map[string]any{"observedGeneration": int64(3)}, want: true},
-		{name: "a condition of another generation (cert-manager style)",
-			status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(2)}}}, want: false},
-		{name: "conditions of this generation",
-			status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}}}, want: true},
-		{name: "a status that names no generation is kstatus' to judge",
-			status: map[string]any{"phase": "Running"}, want: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"generation": int64(3)}}}
-			if tt.status != nil {
-				u.Object["status"] = tt.status
-			}
-			if got := generationObserved(u); got != tt.want {
-				t.Errorf("generationObserved = %v, want %v", got, tt.want)
-			}
-		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,14 +20,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
+	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 	"github.com/kdag-dev/kdag/pkg/testing/faults"
+	"github.com/kdag-dev/kdag/pkg/testing/leak"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -36,8 +42,28 @@ import (
 // harness per test, on the API server the package's TestMain started. The helpers below only
 // name the kit's calls after the Widget a test works on.
 
-// api is the package's API server (controller.SharedEnv), for harnesses.
-var api = sync.OnceValue(func() *controllertest.APIServer { return controllertest.RunningAPIServer(controller.SharedEnv()) })
+var (
+	// env is the package's API server, started by TestMain.
+	env *envtest.Environment
+	// scheme holds client-go's types and the test Widget.
+	scheme = controller.SharedScheme
+	// api is env for harnesses.
+	api = sync.OnceValue(func() *controllertest.APIServer { return controllertest.RunningAPIServer(env) })
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(scaleHelperEnv) != "" {
+		os.Exit(runScaleHelper()) // this process is BenchmarkScale's manager or raw writer
+	}
+	os.Exit(leak.Check(func() int {
+		return envtest.Main(m, &env, envtest.Options{CRDs: testapi.CRDs(), Scheme: scheme})
+	}))
+}
+
+// skipNameValidation lets tests register controllers of one name in several managers.
+func skipNameValidation() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true)}
+}
 
 // waitTimeout bounds the waits of the package's tests.
 const waitTimeout = controllertest.Timeout
@@ -64,6 +90,7 @@ type fixtureConfig struct {
 	namespaces []string
 	syncPeriod time.Duration
 	wraps      []func(http.RoundTripper) http.RoundTripper
+	config     *rest.Config
 }
 
 // newFixture starts a stepped harness of rm: reconciles happen when the test calls reconcile.
@@ -82,10 +109,21 @@ func startFixture(t testing.TB, fc fixtureConfig, rm controller.ResourceManager[
 	t.Helper()
 	comp := controller.For("widgets", rm, opts...)
 	h := controllertest.StartWith(t, api(), controllertest.Options{
-		Stepped: !fc.register, Namespaces: fc.namespaces, SyncPeriod: fc.syncPeriod, Wraps: fc.wraps,
+		Stepped: !fc.register, Namespaces: fc.namespaces, SyncPeriod: fc.syncPeriod, Wraps: fc.wraps, Config: fc.config,
 	}, comp)
-	return &fixture{Harness: h, t: t, ns: h.Namespace, cl: h.Client, calls: calls{h: h, Script: h.Faults},
+	f := &fixture{Harness: h, t: t, ns: h.Namespace, cl: h.Client, calls: calls{h: h, Script: h.Faults},
 		name: comp.Name(), fieldManager: comp.FieldManager()}
+	f.waitReferencesStarted()
+	return f
+}
+
+// waitReferencesStarted waits until the reconciler's references runnable has made its one
+// uncached list at manager start (controller.ReferencesStarted), so that no test counts it.
+func (f *fixture) waitReferencesStarted() {
+	f.t.Helper()
+	poll.True(f.t, "the references runnable asked whether namespaces can be watched", waitTimeout, func(context.Context) bool {
+		return controller.ReferencesStarted(f.reconciler())
+	})
 }
 
 // calls are the requests a harness's manager made (Harness.Requests) and the faults a test
@@ -147,7 +185,7 @@ func (f *fixture) reconcile(name string) error {
 // reconcileResult runs one reconcile of the Widget name and returns its result.
 func (f *fixture) reconcileResult(name string) (reconcile.Result, error) {
 	f.t.Helper()
-	return f.Reconcile(controllertest.Named[testapi.Widget](name))
+	return f.Reconcile(context.Background(), controllertest.Named[testapi.Widget](name))
 }
 
 // settle reconciles the Widget name until a reconcile makes no write, so that what follows
@@ -157,9 +195,9 @@ func (f *fixture) settle(name string) []string {
 	f.t.Helper()
 	var all, last []string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		f.ResetWrites()
+		f.calls.Reset()
 		_ = f.reconcile(name)
-		last = f.Writes()
+		last, _ = f.calls.snapshot()
 		all = append(all, last...)
 		return len(last) == 0, nil
 	})
@@ -192,13 +230,42 @@ func (f *fixture) status(name string) kdagv1alpha1.Status {
 	return f.get(&testapi.Widget{}, name).(*testapi.Widget).Status.Status
 }
 
-// updateWidget changes the Widget name's spec (Harness.Update) and returns it.
+// update changes the object name of obj's type with mutate (Harness.Update, with opts) and
+// returns it as the API server stored it.
+func (f *fixture) update(obj client.Object, name string, mutate func(client.Object), opts ...client.UpdateOption) client.Object {
+	f.t.Helper()
+	obj.SetName(name)
+	f.Update(obj, func() { mutate(obj) }, opts...)
+	return obj
+}
+
+// foreignUpdate is update by field manager "kubectl-edit", as a person editing the object.
+func (f *fixture) foreignUpdate(obj client.Object, name string, mutate func(client.Object)) client.Object {
+	f.t.Helper()
+	return f.update(obj, name, mutate, client.FieldOwner("kubectl-edit"))
+}
+
+// updateWidget changes the Widget name's spec and returns it.
 func (f *fixture) updateWidget(name string, mutate func(*testapi.Widget)) *testapi.Widget {
 	f.t.Helper()
-	w := controllertest.Named[testapi.Widget](name)
-	f.Update(w, func() { mutate(w) })
-	return w
+	return f.update(&testapi.Widget{}, name, func(o client.Object) { mutate(o.(*testapi.Widget)) }).(*testapi.Widget)
 }
+
+// restart restarts the harness's manager (Harness.Restart), as a restarted operator process.
+func (f *fixture) restart() {
+	f.t.Helper()
+	f.Restart()
+	f.waitReferencesStarted()
+}
+
+// reconciler is the component's kdag reconciler (Harness.Reconciler), for the hooks of
+// export_test.go that look inside it.
+func (f *fixture) reconciler() reconcile.Reconciler {
+	return f.Reconciler(controllertest.Named[testapi.Widget]("owner"))
+}
+
+// mgr is the harness's running manager.
+func (f *fixture) mgr() ctrl.Manager { return f.Manager() }
 
 // markReady marks the object name of obj's type ready (Harness.MarkReady).
 func (f *fixture) markReady(obj client.Object, name string) {
@@ -216,10 +283,12 @@ func (f *fixture) waitEvent(owner, typ, reason string) eventsv1.Event {
 	return f.WaitEvent(controllertest.Named[testapi.Widget](owner), typ, reason)
 }
 
-// objectWrites returns the writes of the owner's objects since the last reset: every write but
-// those of its revisions (ControllerRevisions, which the revision tests count).
+// objectWrites returns the writes of the owner's objects since the last reset, each as "VERB
+// path": every write but those of its revisions (ControllerRevisions, which the revision tests
+// count).
 func (f *fixture) objectWrites() []string {
-	return slices.DeleteFunc(f.Writes(), func(s string) bool { return strings.Contains(s, "controllerrevisions") })
+	w, _ := f.calls.snapshot()
+	return slices.DeleteFunc(w, func(s string) bool { return strings.Contains(s, "/controllerrevisions") })
 }
 
 // cached reads the object name into obj from the manager's cache, which the reconciler reads.

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -12,13 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -62,30 +61,30 @@ func (matrixRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}}
 }
 
-func (matrixRM) AddResources(_ context.Context, w *testapi.Widget, b *Graph) error {
+func (matrixRM) AddResources(_ context.Context, w *testapi.Widget, b *controller.Graph) error {
 	has := func(o string) bool { return slices.Contains(w.Spec.Components, o) }
 	if has("gone") {
 		return nil
 	}
-	var opts []NodeOption
+	var opts []controller.NodeOption
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-obj"}, Data: w.Spec.Data}
 	for _, o := range w.Spec.Components {
 		switch o {
 		case "create-only":
-			opts = append(opts, CreateOnly())
+			opts = append(opts, controller.CreateOnly())
 		case "keep":
-			opts = append(opts, Keep())
+			opts = append(opts, controller.Keep())
 		case "adopt":
-			opts = append(opts, Adopt())
+			opts = append(opts, controller.Adopt())
 		case "recreate":
-			opts = append(opts, Recreate(metav1.DeletePropagationBackground))
+			opts = append(opts, controller.Recreate(metav1.DeletePropagationBackground))
 			cm.Immutable = ptr.To(true)
 		case "report":
-			opts = append(opts, OnDrift(DriftReport))
+			opts = append(opts, controller.OnDrift(controller.DriftReport))
 		case "ignore":
-			opts = append(opts, IgnoreFields("data.ignored"))
+			opts = append(opts, controller.IgnoreFields("data.ignored"))
 		case "finished":
-			opts = append(opts, Finished())
+			opts = append(opts, controller.Finished())
 		case "immutable":
 			cm.Immutable = ptr.To(true)
 		}
@@ -197,7 +196,7 @@ func runMatrixCase(f *fixture, name string, c matrixCase) []string {
 	r.uid = string(w.UID)
 	if c.state == "unowned-labelled" {
 		r.must(f.cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: r.obj,
-			Labels: map[string]string{kdagv1alpha1.LabelOwnerUID: r.uid, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelController: f.c.name}},
+			Labels: map[string]string{kdagv1alpha1.LabelOwnerUID: r.uid, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelController: f.name}},
 			Data: map[string]string{"v": "user"}}, client.FieldOwner("user")))
 	}
 	if len(r.errs) > 0 {
@@ -336,7 +335,7 @@ func (r *matrixRun) settle() {
 	}
 	last, same := "", 0
 	err := wait.PollUntilContextTimeout(context.Background(), 150*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		res, _ := r.f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.f.ns, Name: r.owner}})
+		res, _ := r.f.reconcileResult(r.owner)
 		switch v := version(); {
 		case res.RequeueAfter > 0 && res.RequeueAfter <= matrixSoon:
 			last, same = "", 0

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -11,12 +11,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -29,10 +28,10 @@ import (
 // generatedSecret is a create-only Secret node named "<owner>-key" with a new random value on
 // every render (a password generator), kept when the owner's components hold "retain": the
 // deletion policy of the reference operator's generated keys.
-func generatedSecret(w *testapi.Widget, b *Graph) {
-	opts := []NodeOption{CreateOnly()}
+func generatedSecret(w *testapi.Widget, b *controller.Graph) {
+	opts := []controller.NodeOption{controller.CreateOnly()}
 	if slices.Contains(w.Spec.Components, "retain") {
-		opts = append(opts, Keep())
+		opts = append(opts, controller.Keep())
 	}
 	b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"key": rand.Text()}}, opts...)
 }
@@ -60,7 +59,7 @@ func assertKeptMetadata(t *testing.T, obj client.Object, owner client.Object, ke
 // collector deletes the key that opens the retained data) and gain kdag's keep annotation, and
 // get both back when switched to Delete again; its data is never rewritten.
 func TestLifecycle_KeepAddedToCreateOnly(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error { generatedSecret(w, b); return nil }})
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *controller.Graph) error { generatedSecret(w, b); return nil }})
 	w := f.widget("db", testapi.WidgetSpec{})
 	f.settle("db")
 	first := f.get(&corev1.Secret{}, "db-key").(*corev1.Secret)
@@ -87,7 +86,7 @@ func TestLifecycle_KeepAddedToCreateOnly(t *testing.T) {
 // its owner reference within a few reconciles (as it does for any other object), so that a
 // foreground deletion of the owner cannot let the garbage collector take it; its data stays.
 func TestLifecycle_UserKeepOnCreateOnly(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error { generatedSecret(w, b); return nil }})
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *controller.Graph) error { generatedSecret(w, b); return nil }})
 	w := f.widget("app", testapi.WidgetSpec{})
 	f.settle("app")
 	before := f.get(&corev1.Secret{}, "app-key").(*corev1.Secret)
@@ -107,7 +106,7 @@ func TestLifecycle_UserKeepOnCreateOnly(t *testing.T) {
 
 // immutableConfigMap is a ConfigMap node "<owner>-conf" marked immutable (the API server then
 // refuses any change of its data), with data from the owner's spec and the options.
-func immutableConfigMap(w *testapi.Widget, b *Graph, opts ...NodeOption) Node {
+func immutableConfigMap(w *testapi.Widget, b *controller.Graph, opts ...controller.NodeOption) controller.Node {
 	return b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-conf"}, Data: w.Spec.Data, Immutable: ptr.To(true)}, opts...)
 }
 
@@ -115,8 +114,8 @@ func immutableConfigMap(w *testapi.Widget, b *Graph, opts ...NodeOption) Node {
 // user keeps is not done by deleting it (Recreate): the owner is Stalled, naming the object and
 // the annotation, and the object stays, same UID, annotation and data.
 func TestLifecycle_RecreateOfKeptObjectIsStalled(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
-		immutableConfigMap(w, b, Recreate(metav1.DeletePropagationBackground))
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+		immutableConfigMap(w, b, controller.Recreate(metav1.DeletePropagationBackground))
 		return nil
 	}})
 	f.widget("app", testapi.WidgetSpec{Data: map[string]string{"v": "1"}})
@@ -149,8 +148,8 @@ func TestLifecycle_RecreateOfKeptObjectIsStalled(t *testing.T) {
 // object another controller holds (else the garbage collector deletes it with that controller),
 // once: an unchanged owner then costs no write.
 func TestLifecycle_AdoptKeepTakesOverForeignController(t *testing.T) {
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
-		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-shared"}, Data: map[string]string{"k": "v"}}, Adopt(), Keep())
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-shared"}, Data: map[string]string{"k": "v"}}, controller.Adopt(), controller.Keep())
 		return nil
 	}})
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "other-controller"}}
@@ -183,7 +182,7 @@ func TestLifecycle_AdoptKeepTakesOverForeignController(t *testing.T) {
 // claimGraph is a claim "<owner>-data" of the size in spec.data["size"] on class, and a
 // ConfigMap "<owner>-pod" (its consumer's stand-in) that depends on it, with data["pod"].
 func claimGraph(class string) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		claim := b.Add(&corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-data"},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -192,7 +191,7 @@ func claimGraph(class string) funcRM {
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(w.Spec.Data["size"])}},
 			},
 		})
-		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pod"}, Data: map[string]string{"pod": w.Spec.Data["pod"]}}, DependsOn(claim))
+		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-pod"}, Data: map[string]string{"pod": w.Spec.Data["pod"]}}, controller.DependsOn(claim))
 		return nil
 	}}.owning(&corev1.PersistentVolumeClaim{})
 }
@@ -272,9 +271,9 @@ func TestLifecycle_PrunedObjectHeldByFinalizer(t *testing.T) {
 		t.Errorf("waitingFor %+v, want extra-a", st.WaitingFor)
 	}
 	// The wait is bounded by a recheck, not by the deletion event alone.
-	res, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}})
-	if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > teardownRecheck {
-		t.Errorf("a reconcile while extra-a is held: %+v, %v; want a requeue within %s", res, err, teardownRecheck)
+	res, err := f.reconcileResult("app")
+	if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > controller.TeardownRecheck {
+		t.Errorf("a reconcile while extra-a is held: %+v, %v; want a requeue within %s", res, err, controller.TeardownRecheck)
 	}
 
 	held := f.get(&corev1.ConfigMap{}, "extra-a")
@@ -292,8 +291,8 @@ func TestLifecycle_PrunedObjectHeldByFinalizer(t *testing.T) {
 // TestLifecycle_WaitingForIsStable is scenario 7: with two independent nodes waiting, an
 // unchanged owner's reconciles keep waitingFor (and its since) as it is: no status write.
 func TestLifecycle_WaitingForIsStable(t *testing.T) {
-	held := ReadyWhen(func(client.Object) (bool, error) { return false, &resources.NotReadyError{Reason: "held"} })
-	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	held := controller.ReadyWhen(func(client.Object) (bool, error) { return false, &resources.NotReadyError{Reason: "held"} })
+	f := newFixture(t, funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		for _, n := range []string{"a", "b", "c"} {
 			b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-" + n}}, held)
 		}

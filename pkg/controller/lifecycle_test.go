@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 // Tests of the lifecycle rules of issue 13: status never lies, nothing is overwritten, every
 // change reaches the pods, errors are classed right. Each test is named after its rule; the
@@ -18,13 +18,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -135,7 +135,7 @@ func TestPrune_WaitsUntilEveryNodeIsReady(t *testing.T) {
 // repair that goes through does both.
 func TestDrift_FailedRepairIsNotReportedAsRepaired(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := newFixture(t, widgetRM{readyDeployment: true}, Options{Metrics: metrics.Register(reg)})
+	f := newFixture(t, widgetRM{readyDeployment: true}, controller.Options{Metrics: metrics.Register(reg)})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3, Data: map[string]string{"k": "ours"}})
 	f.settle("app")
 
@@ -183,7 +183,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // jobRM: a migration Job named after spec.data["version"], and a ConfigMap that needs it.
-var jobRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
+var jobRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 	job := b.Add(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "migrate-" + w.Spec.Data["version"]},
 		Spec: batchv1.JobSpec{
@@ -193,8 +193,8 @@ var jobRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 				Containers:    []corev1.Container{{Name: "migrate", Image: "busybox"}},
 			}},
 		},
-	}, CreateOnly())
-	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}}, DependsOn(job))
+	}, controller.CreateOnly())
+	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}}, controller.DependsOn(job))
 	return nil
 }}
 
@@ -270,15 +270,15 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 	}{
 		{"created by hand, not in the cache", func(*fixture) map[string]string { return nil }},
 		{"labelled for another owner, in the cache", func(f *fixture) map[string]string {
-			return map[string]string{kdagv1alpha1.LabelController: f.c.name, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelOwnerUID: "00000000-0000-0000-0000-00000000dead"}
+			return map[string]string{kdagv1alpha1.LabelController: f.name, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelOwnerUID: "00000000-0000-0000-0000-00000000dead"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
+			rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 				b.Add(&corev1.Secret{
 					ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-password"},
 					StringData: map[string]string{"password": "generated-by-kdag"},
-				}, CreateOnly(), Adopt())
+				}, controller.CreateOnly(), controller.Adopt())
 				return nil
 			}}
 			f := newFixture(t, rm)
@@ -301,14 +301,14 @@ func TestAdoption_CreateOnlyNeverChangesData(t *testing.T) {
 				t.Errorf("adopted create-only Secret's data changed: keys %v, password replaced: %v",
 					keysOf(got.Data), string(got.Data["password"]) != "made-by-helm")
 			}
-			if got.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) || got.Labels[kdagv1alpha1.LabelController] != f.c.name {
+			if got.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) || got.Labels[kdagv1alpha1.LabelController] != f.name {
 				t.Errorf("adopted Secret labels %v, want kdag's for owner %s", got.Labels, w.UID)
 			}
 			if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != w.UID {
 				t.Errorf("adopted Secret owner references %+v, want the Widget", got.OwnerReferences)
 			}
-			if !slices.ContainsFunc(got.ManagedFields, func(mf metav1.ManagedFieldsEntry) bool { return mf.Manager == f.c.opts.FieldManager }) {
-				t.Errorf("adopted Secret has no managed-fields entry of %s", f.c.opts.FieldManager)
+			if !slices.ContainsFunc(got.ManagedFields, func(mf metav1.ManagedFieldsEntry) bool { return mf.Manager == f.fieldManager }) {
+				t.Errorf("adopted Secret has no managed-fields entry of %s", f.fieldManager)
 			}
 			f.waitEvent("app", corev1.EventTypeNormal, "Adopted")
 			if !isTrue(f.status("app"), kdagv1alpha1.ConditionReady) {
@@ -353,44 +353,6 @@ func TestCreate_FallbackIsConditional(t *testing.T) {
 	}
 	if !f.notFound(&appsv1.Deployment{}, "app") {
 		t.Error("the Deployment ran although its ConfigMap was refused")
-	}
-}
-
-// TestIsTerminal_OnlySpecErrorsAreTerminal (11): the API server's own validation and errors
-// marked terminal are terminal; admission denials, RBAC, conflicts and other 400s are retried.
-func TestIsTerminal_OnlySpecErrorsAreTerminal(t *testing.T) {
-	status := func(code int32, reason metav1.StatusReason, msg string, causes ...metav1.StatusCause) error {
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg,
-			Details: &metav1.StatusDetails{Causes: causes},
-		}}
-	}
-	field := metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.ports[0].port", Message: "must be between 1 and 65535"}
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"API server validation (422 with a field)", status(422, metav1.StatusReasonInvalid, `Service "x" is invalid: spec.ports[0].port: Invalid value: 0`, field), true},
-		{"wrapped API server validation", errors.Wrap(status(422, metav1.StatusReasonInvalid, "invalid", field), "apply"), true},
-		{"marked terminal by the author", reconcile.TerminalError(errors.New("bad spec")), true},
-		{"failed object", &objectFailedError{Reason: "BackoffLimitExceeded"}, true},
-		{"ValidatingAdmissionPolicy denial (422, no field)", status(422, metav1.StatusReasonInvalid,
-			"ValidatingAdmissionPolicy 'no-x' with binding 'b' denied request: no", metav1.StatusCause{Message: "denied"}), false},
-		{"webhook denial (400)", status(400, metav1.StatusReasonBadRequest, `admission webhook "policy.example.com" denied the request: no`), false},
-		{"webhook denial (422 with a field)", status(422, metav1.StatusReasonInvalid, `admission webhook "policy.example.com" denied the request: no`, field), false},
-		{"webhook denial (403)", status(403, metav1.StatusReasonForbidden, `admission webhook "policy.example.com" denied the request: no`), false},
-		{"other 400", status(400, metav1.StatusReasonBadRequest, "the server rejected our request for an unknown reason"), false},
-		{"RBAC", status(403, metav1.StatusReasonForbidden, `configmaps "x" is forbidden: User "kdag" cannot patch resource`), false},
-		{"conflict", status(409, metav1.StatusReasonConflict, "the object has been modified"), false},
-		{"422 without causes", status(422, metav1.StatusReasonInvalid, "invalid"), false},
-		{"plain error", errors.New("connection refused"), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := isTerminal(tc.err); got != tc.want {
-				t.Errorf("isTerminal(%v) = %v, want %v", tc.err, got, tc.want)
-			}
-		})
 	}
 }
 

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -29,8 +29,7 @@ func TestReconcile_LogsNoRequestBodies(t *testing.T) {
 		lines = append(lines, prefix+" "+args)
 	}, funcr.Options{Verbosity: 10})
 	ctx := log.IntoContext(context.Background(), logger)
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
-	if _, err := f.c.Reconcile(ctx, req); err != nil {
+	if _, err := f.Reconcile(ctx, controllertest.Named[testapi.Widget]("app")); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 	password := string(f.get(&corev1.Secret{}, "app-secret").(*corev1.Secret).Data["password"])
@@ -49,7 +48,7 @@ func TestReconcile_LogsNoRequestBodies(t *testing.T) {
 	if !reconciled {
 		t.Errorf("no \"reconciled\" line among %d: the logger was not used", len(lines))
 	}
-	if !logger.V(maxLogVerbosity).Enabled() || capVerbosity(logger).V(maxLogVerbosity+1).Enabled() {
-		t.Error("capVerbosity must keep V(maxLogVerbosity) and drop the levels above it")
+	if !logger.V(controller.MaxLogVerbosity).Enabled() || controller.CapVerbosity(logger).V(controller.MaxLogVerbosity+1).Enabled() {
+		t.Error("controller.CapVerbosity must keep V(controller.MaxLogVerbosity) and drop the levels above it")
 	}
 }

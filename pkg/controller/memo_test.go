@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"sync/atomic"
@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -19,9 +20,9 @@ func TestRender_RememberedNodesStillFollowChanges(t *testing.T) {
 	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"k": "1"}}
 	var blockerValue atomic.Value
 	blockerValue.Store("a")
-	rm := funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		blocker := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "blocker"}, Data: map[string]string{"v": blockerValue.Load().(string)}})
-		b.Add(shared, DependsOn(blocker)) // the same pointer on every reconcile
+		b.Add(shared, controller.DependsOn(blocker)) // the same pointer on every reconcile
 		return nil
 	}}
 	f := newFixture(t, rm)

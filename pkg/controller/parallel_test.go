@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"strconv"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -23,7 +24,7 @@ func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 		{name: "bound 1", maxParallel: 1, nodes: 6, want: 1},
 		{name: "bound 3", maxParallel: 3, nodes: 9, want: 3},
 		// The default lets a layer as wide as the reference operators' widest run in one wave.
-		{name: "default", nodes: defaultMaxParallelNodes + 6, want: defaultMaxParallelNodes},
+		{name: "default", nodes: controller.DefaultMaxParallelNodes + 6, want: controller.DefaultMaxParallelNodes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,7 +32,7 @@ func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 			// The readiness check runs inside the node's work. Each one holds its node until
 			// want nodes ran at once (or a long safety wait passed, so a broken bound fails the
 			// assertion below rather than hanging): the peak is then exactly the bound.
-			slow := ReadyWhen(func(client.Object) (bool, error) {
+			slow := controller.ReadyWhen(func(client.Object) (bool, error) {
 				n := running.Add(1)
 				defer running.Add(-1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -41,11 +42,11 @@ func TestReconcile_MaxParallelNodesBoundsConcurrency(t *testing.T) {
 				}
 				return true, nil
 			})
-			var opts []Options
+			var opts []controller.Options
 			if tt.maxParallel > 0 {
-				opts = append(opts, Options{MaxParallelNodes: tt.maxParallel})
+				opts = append(opts, controller.Options{MaxParallelNodes: tt.maxParallel})
 			}
-			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *Graph) error {
+			f := newFixture(t, funcRM{add: func(_ *testapi.Widget, b *controller.Graph) error {
 				for i := range tt.nodes {
 					b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + strconv.Itoa(i)}}, slow)
 				}

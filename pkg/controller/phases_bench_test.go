@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -73,11 +74,11 @@ func benchmarkPhases(b *testing.B, exporter *tracetest.InMemoryExporter, width, 
 		var applies []tracetest.SpanStub
 		for _, s := range exporter.GetSpans() {
 			switch s.Name {
-			case spanReconcile:
+			case controller.SpanReconcile:
 				reconcile = s
-			case spanRunGraph:
+			case controller.SpanRunGraph:
 				runGraph = s
-			case spanApply:
+			case controller.SpanApply:
 				applies = append(applies, s)
 			}
 		}

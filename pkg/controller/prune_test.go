@@ -1,15 +1,14 @@
-package controller
+package controller_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -25,7 +24,7 @@ func TestPrune_DisabledComponentDeletedByOwnerUID(t *testing.T) {
 	// belongs to another owner: pruning must never touch it.
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: f.ns, Name: "foreign",
-		Labels: map[string]string{kdagv1alpha1.LabelController: f.c.name, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelOwnerUID: "00000000-0000-0000-0000-000000000000"},
+		Labels: map[string]string{kdagv1alpha1.LabelController: f.name, kdagv1alpha1.LabelManagedBy: "kdag", kdagv1alpha1.LabelOwnerUID: "00000000-0000-0000-0000-000000000000"},
 	}}
 	if err := f.cl.Create(context.Background(), foreign); err != nil {
 		t.Fatalf("create foreign configmap: %v", err)

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -13,11 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -25,8 +24,8 @@ import (
 // storageRM adds one StatefulSet whose volume claim template asks for spec.maxReplicas GiB: a
 // change of it is an immutable-field change the API server refuses on update (issue 14). The
 // StatefulSet is ready once it exists (envtest runs no StatefulSet controller).
-func storageRM(opts ...NodeOption) funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
+func storageRM(opts ...controller.NodeOption) funcRM {
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		labels := map[string]string{"app": w.Name}
 		b.Add(&appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"},
@@ -46,7 +45,7 @@ func storageRM(opts ...NodeOption) funcRM {
 					},
 				}},
 			},
-		}, append([]NodeOption{ReadyWhen(func(client.Object) (bool, error) { return true, nil })}, opts...)...)
+		}, append([]controller.NodeOption{controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil })}, opts...)...)
 		return nil
 	}}.owning(&appsv1.StatefulSet{})
 }
@@ -58,7 +57,7 @@ func storageRM(opts ...NodeOption) funcRM {
 func TestImmutableField_StalledOrRecreated(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		opts     []NodeOption
+		opts     []controller.NodeOption
 		recreate bool
 		// restart: the operator restarts once the old object is gone, before the creation: the
 		// fresh reconciler does not remember the deletion, and waits all the same because the
@@ -68,11 +67,11 @@ func TestImmutableField_StalledOrRecreated(t *testing.T) {
 		restart, lostStatus bool
 	}{
 		{name: "default: Stalled"},
-		{name: "Recreate", opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true},
+		{name: "Recreate", opts: []controller.NodeOption{controller.Recreate(metav1.DeletePropagationBackground)}, recreate: true},
 		{name: "Recreate, the operator restarted before the creation",
-			opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true, restart: true},
+			opts: []controller.NodeOption{controller.Recreate(metav1.DeletePropagationBackground)}, recreate: true, restart: true},
 		{name: "Recreate, the operator restarted before the creation and before its status write",
-			opts: []NodeOption{Recreate(metav1.DeletePropagationBackground)}, recreate: true, restart: true, lostStatus: true},
+			opts: []controller.NodeOption{controller.Recreate(metav1.DeletePropagationBackground)}, recreate: true, restart: true, lostStatus: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, storageRM(tc.opts...))
@@ -137,7 +136,7 @@ func TestImmutableField_StalledOrRecreated(t *testing.T) {
 			// controller may still write its status onto a new one of the name (apply's
 			// recreations). It asks to come back once the wait is over.
 			f.calls.Reset()
-			res, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}})
+			res, err := f.reconcileResult("app")
 			if err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
@@ -174,17 +173,19 @@ func TestBuilder_RecreateOptions(t *testing.T) {
 	cm := func() *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}} }
 	for _, tc := range []struct {
 		name    string
-		add     func(b *Graph)
+		add     func(b *controller.Graph)
 		wantErr string
 		want    string // the plan's node
 	}{
-		{"Orphan", func(b *Graph) { b.Add(cm(), Recreate(metav1.DeletePropagationOrphan)) }, "",
+		{"Orphan", func(b *controller.Graph) { b.Add(cm(), controller.Recreate(metav1.DeletePropagationOrphan)) }, "",
 			"ConfigMap ns/c  (recreate on immutable change (Orphan))"},
-		{"CreateOnly", func(b *Graph) { b.Add(cm(), CreateOnly(), Recreate(metav1.DeletePropagationBackground)) },
+		{"CreateOnly", func(b *controller.Graph) {
+			b.Add(cm(), controller.CreateOnly(), controller.Recreate(metav1.DeletePropagationBackground))
+		},
 			"Recreate does not apply to a CreateOnly node", ""},
-		{"Reference", func(b *Graph) { b.Reference(cm(), Recreate(metav1.DeletePropagationBackground)) },
+		{"Reference", func(b *controller.Graph) { b.Reference(cm(), controller.Recreate(metav1.DeletePropagationBackground)) },
 			"a Reference takes no option but RequireKeys", ""},
-		{"unknown propagation", func(b *Graph) { b.Add(cm(), Recreate("Later")) },
+		{"unknown propagation", func(b *controller.Graph) { b.Add(cm(), controller.Recreate("Later")) },
 			"the propagation is Orphan, Background or Foreground", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assertOneNodePlan(t, tc.add, tc.wantErr, tc.want) })

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -9,20 +9,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 // referenceRM: each Widget needs the user's Secret "<name>-db" (a reference) for its ConfigMap.
-var referenceRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
+var referenceRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}})
 	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"db": w.Name + "-db"}},
-		DependsOn(db))
+		controller.DependsOn(db))
 	return nil
 }}
 
@@ -31,13 +31,12 @@ var referenceRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
 // user creates it, the graph proceeds. kdag never writes, labels, prunes or deletes it, and
 // reads its content once while it does not change.
 func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
-	f := newFixture(t, referenceRM, Options{OrderedTeardown: true})
+	f := newFixture(t, referenceRM, controller.Options{OrderedTeardown: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}}
 	secretID := "Secret " + f.ns + "/app-db"
 
 	f.calls.Reset()
-	if _, err := f.c.Reconcile(context.Background(), req); err != nil {
+	if _, err := f.reconcileResult("app"); err != nil {
 		t.Fatalf("reconcile without the Secret: %v", err)
 	}
 	for _, w := range f.objectWrites() {
@@ -70,7 +69,7 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 
 	// Read once: later reconciles of the unchanged Secret do not read it again.
 	f.calls.Reset()
-	if res, err := f.c.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
+	if res, err := f.reconcileResult("app"); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("reconcile of the settled owner: %+v, %v; want no requeue, no error", res, err)
 	}
 	if _, reads := f.calls.snapshot(); len(reads) != 0 {
@@ -92,14 +91,14 @@ func TestReference_WaitsForMissingObjectThenProceeds(t *testing.T) {
 
 func TestPlan_ReferenceNode(t *testing.T) {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
-	plan, err := testPlan(context.Background(), referenceRM, w, scheme, nil)
+	p, err := plan.NewPlan(context.Background(), referenceRM, w, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Nodes) != 2 || !plan.Nodes[0].Reference || plan.Nodes[1].Reference {
-		t.Fatalf("plan nodes %v, want the Secret as a reference, then the ConfigMap", plan.Nodes)
+	if len(p.Nodes) != 2 || !p.Nodes[0].Reference || p.Nodes[1].Reference {
+		t.Fatalf("plan nodes %v, want the Secret as a reference, then the ConfigMap", p.Nodes)
 	}
-	if got, want := plan.Nodes[0].String(), "Secret ns/app-db  (reference: must exist, never written)"; got != want {
+	if got, want := p.Nodes[0].String(), "Secret ns/app-db  (reference: must exist, never written)"; got != want {
 		t.Errorf("reference node renders as %q, want %q", got, want)
 	}
 }
@@ -108,24 +107,24 @@ func TestPlan_ReferenceNode(t *testing.T) {
 // name (or, with exists false, no longer holds it).
 func (f *fixture) waitReferenced(obj client.Object, name string, exists bool) {
 	f.t.Helper()
-	gvk, err := f.mgr.GetClient().GroupVersionKindFor(obj)
+	gvk, err := f.mgr().GetClient().GroupVersionKindFor(obj)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	poll.True(f.t, fmt.Sprintf("referenced %s %s present: %v", gvk.Kind, name, exists), waitTimeout, func(context.Context) bool {
-		m, err := f.c.refs.cached(context.Background(), gvk, f.ns, name)
+		m, err := controller.CachedReference(context.Background(), f.reconciler(), gvk, f.ns, name)
 		return err == nil && exists == (m != nil)
 	})
 }
 
 // keysRM: the Widget's Deployment reads keys host, user and password of the user's Secret
 // "<name>-db", which it references with RequireKeys.
-var keysRM = funcRM{add: func(w *testapi.Widget, b *Graph) error {
-	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}}, RequireKeys("host", "user", "password"))
+var keysRM = funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
+	db := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-db"}}, controller.RequireKeys("host", "user", "password"))
 	b.Add(podDeployment(w.Name, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
 		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: w.Name + "-db"}}}},
-	}}}), DependsOn(db), ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
+	}}}), controller.DependsOn(db), controller.ReadyWhen(func(client.Object) (bool, error) { return true, nil }))
 	return nil
 }}
 
@@ -147,7 +146,7 @@ func (f *fixture) setSecret(name string, data map[string]string) {
 		}
 	}
 	poll.True(f.t, "the cache of referenced objects sees Secret "+name+" at "+s.ResourceVersion, waitTimeout, func(context.Context) bool {
-		m, err := f.c.refs.cached(ctx, corev1.SchemeGroupVersion.WithKind("Secret"), f.ns, name)
+		m, err := controller.CachedReference(ctx, f.reconciler(), corev1.SchemeGroupVersion.WithKind("Secret"), f.ns, name)
 		return err == nil && m != nil && m.GetResourceVersion() == s.ResourceVersion
 	})
 }
@@ -258,20 +257,20 @@ func TestBuilder_ReferenceOptions(t *testing.T) {
 	secret := func() *corev1.Secret { return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "all-in-one"}} }
 	for _, tc := range []struct {
 		name    string
-		add     func(b *Graph)
+		add     func(b *controller.Graph)
 		wantErr string
 		want    string // the plan's first node
 	}{
-		{"shared Secret", func(b *Graph) {
-			b.Reference(secret(), RequireKeys("host", "password"))
-			b.Reference(secret(), RequireKeys("username", "password"))
+		{"shared Secret", func(b *controller.Graph) {
+			b.Reference(secret(), controller.RequireKeys("host", "password"))
+			b.Reference(secret(), controller.RequireKeys("username", "password"))
 		}, "", "Secret ns/all-in-one  (reference: must exist, never written; keys host, password, username)"},
-		{"RequireKeys on an owned object", func(b *Graph) { b.Add(secret(), RequireKeys("k")) }, "RequireKeys applies to a Reference only", ""},
-		{"CreateOnly on a Reference", func(b *Graph) { b.Reference(secret(), CreateOnly()) }, "a Reference takes no option but RequireKeys", ""},
-		{"RequireKeys on a Service", func(b *Graph) {
-			b.Reference(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, RequireKeys("k"))
+		{"RequireKeys on an owned object", func(b *controller.Graph) { b.Add(secret(), controller.RequireKeys("k")) }, "RequireKeys applies to a Reference only", ""},
+		{"CreateOnly on a Reference", func(b *controller.Graph) { b.Reference(secret(), controller.CreateOnly()) }, "a Reference takes no option but RequireKeys", ""},
+		{"RequireKeys on a Service", func(b *controller.Graph) {
+			b.Reference(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, controller.RequireKeys("k"))
 		}, "RequireKeys applies to a Secret or a ConfigMap only", ""},
-		{"the same object referenced and owned", func(b *Graph) {
+		{"the same object referenced and owned", func(b *controller.Graph) {
 			b.Reference(secret())
 			b.Add(secret())
 		}, "added twice", ""},
@@ -282,10 +281,10 @@ func TestBuilder_ReferenceOptions(t *testing.T) {
 
 // assertOneNodePlan plans the Widget ns/app whose AddResources is add, and checks that the plan
 // fails with an error saying wantErr or, with wantErr "", that it holds one node printed as want.
-func assertOneNodePlan(t *testing.T, add func(b *Graph), wantErr, want string) {
+func assertOneNodePlan(t *testing.T, add func(b *controller.Graph), wantErr, want string) {
 	t.Helper()
-	rm := funcRM{add: func(_ *testapi.Widget, b *Graph) error { add(b); return nil }}
-	plan, err := testPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
+	rm := funcRM{add: func(_ *testapi.Widget, b *controller.Graph) error { add(b); return nil }}
+	p, err := plan.NewPlan(context.Background(), rm, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}, scheme, nil)
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("NewPlan error %v, want one saying %q", err, wantErr)
@@ -295,7 +294,7 @@ func assertOneNodePlan(t *testing.T, add func(b *Graph), wantErr, want string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Nodes) != 1 || plan.Nodes[0].String() != want {
-		t.Errorf("plan nodes %v, want one: %q", plan.Nodes, want)
+	if len(p.Nodes) != 1 || p.Nodes[0].String() != want {
+		t.Errorf("plan nodes %v, want one: %q", p.Nodes, want)
 	}
 }

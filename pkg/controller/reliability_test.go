@@ -1,16 +1,15 @@
-package controller
+package controller_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -61,7 +60,7 @@ func TestCreateOnly_OursButNotCachedIsNotRewritten(t *testing.T) {
 		t.Errorf("generated Secret rewritten: password replaced %v, UID %s (was %s)",
 			string(got.Data["password"]) != "generated-before", got.UID, secret.UID)
 	}
-	if got.Labels[kdagv1alpha1.LabelController] != f.c.name || got.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) {
+	if got.Labels[kdagv1alpha1.LabelController] != f.name || got.Labels[kdagv1alpha1.LabelOwnerUID] != string(w.UID) {
 		t.Errorf("labels %v, want kdag's back", got.Labels)
 	}
 }

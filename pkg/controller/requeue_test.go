@@ -1,18 +1,15 @@
-package controller
+package controller_test
 
 import (
-	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
 // TestReconcile_RequeuesWhileWaiting: an owner that waits for a node's readiness is reconciled
-// again within waitingRecheck even when no watch event comes (a readiness rule that reads what no
+// again within controller.WaitingRecheck even when no watch event comes (a readiness rule that reads what no
 // watch reports, an event lost); a Ready owner is never requeued (its no-op costs nothing).
 func TestReconcile_RequeuesWhileWaiting(t *testing.T) {
 	for _, tc := range []struct {
@@ -31,12 +28,12 @@ func TestReconcile_RequeuesWhileWaiting(t *testing.T) {
 			if got := isTrue(f.status("app"), kdagv1alpha1.ConditionReady); got != tc.ready {
 				t.Fatalf("Ready %v, want %v: %+v", got, tc.ready, f.status("app").Conditions)
 			}
-			res, err := f.c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: "app"}})
+			res, err := f.reconcileResult("app")
 			switch {
 			case err != nil:
 				t.Fatalf("reconcile: %v", err)
-			case tc.requeue && (res.RequeueAfter <= 0 || res.RequeueAfter > waitingRecheck):
-				t.Errorf("RequeueAfter %s, want a requeue within %s", res.RequeueAfter, waitingRecheck)
+			case tc.requeue && (res.RequeueAfter <= 0 || res.RequeueAfter > controller.WaitingRecheck):
+				t.Errorf("RequeueAfter %s, want a requeue within %s", res.RequeueAfter, controller.WaitingRecheck)
 			case !tc.requeue && res.RequeueAfter != 0:
 				t.Errorf("RequeueAfter %s on a Ready owner, want none", res.RequeueAfter)
 			}

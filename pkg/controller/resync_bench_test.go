@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -189,8 +190,7 @@ func resyncHelper(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig, c
 	if err := mgr.GetClient().List(ctx, &list, client.InNamespace(cfg.Namespace)); err != nil {
 		return nil, nil, err
 	}
-	var o Options
-	o.defaults("scale")
+	o := controller.DefaultOptions("scale")
 	before := snapshot()
 	start, cpu = time.Now(), rusageCPU()
 	var next atomic.Int64

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -30,14 +30,14 @@ func TestWatch_UnchangedObjectsRedeliveredReconcileNothing(t *testing.T) {
 	// so the wait is bounded and the check below reports.
 	var settled float64
 	for i := 0; i < 20; i++ {
-		before := reconcileTotal(t, f.c.name)
+		before := reconcileTotal(t, f.name)
 		time.Sleep(resync + resync/2)
-		if settled = reconcileTotal(t, f.c.name); settled == before {
+		if settled = reconcileTotal(t, f.name); settled == before {
 			break
 		}
 	}
 	time.Sleep(4 * resync)
-	if n := reconcileTotal(t, f.c.name) - settled; n != 0 {
+	if n := reconcileTotal(t, f.name) - settled; n != 0 {
 		t.Errorf("%.0f reconciles of an unchanged Ready owner in %s of resyncs every %s, want 0", n, 4*resync, resync)
 	}
 }

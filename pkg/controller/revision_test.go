@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/revision"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -26,7 +27,7 @@ import (
 // revisionRM's graph: a ConfigMap with the Widget's data, a Secret whose password is made from
 // the Widget's data "index" (its value is in no owner spec), and, with the component "extra", a second ConfigMap.
 func revisionRM() funcRM {
-	return funcRM{add: func(w *testapi.Widget, b *Graph) error {
+	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: w.Spec.Data})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-secret"},
 			StringData: map[string]string{"password": "s3cr3t-" + w.Spec.Data["index"]}})
@@ -84,7 +85,7 @@ func nodeChange(rec *revision.Record, kind, name string) (revision.NodeChange, b
 // applied and its changed field paths, a Secret's key named but never its value; a component
 // switched off records the pruned object.
 func TestRevisions_RecordedOnlyOnChange(t *testing.T) {
-	f := newFixture(t, revisionRM(), Options{OperatorVersion: "v9.9.9"})
+	f := newFixture(t, revisionRM(), controller.Options{OperatorVersion: "v9.9.9"})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"index": "1"},
 		Components: []string{"extra"}})
 	f.settle("app")
@@ -207,7 +208,7 @@ func TestRevisions_Bounded(t *testing.T) {
 // their data and managed fields (the reconciler reads their numbers; the data is the bulk of
 // each), and leaves every other kind's objects whole.
 func TestCacheOptions_RevisionsWithoutData(t *testing.T) {
-	opts := CacheOptions(SharedScheme, For("widgets", revisionRM()))
+	opts := controller.CacheOptions(scheme, controller.For("widgets", revisionRM()))
 	var by *cache.ByObject
 	for obj, b := range opts.ByObject {
 		if _, ok := obj.(*appsv1.ControllerRevision); ok {

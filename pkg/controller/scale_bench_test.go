@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"bufio"
@@ -33,8 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -71,10 +73,17 @@ var scaleOwners = func() int {
 // a kdag manager with default options has in flight, MaxConcurrentReconciles × min(MaxParallelNodes,
 // children), each worker making one request at a time.
 func scaleRawWorkers() int {
-	var o Options
-	o.defaults("scale")
+	o := controller.DefaultOptions("scale")
 	return o.MaxConcurrentReconciles * min(o.MaxParallelNodes, scaleChildren)
 }
+
+// shardCache and shardControllerOptions, set by shard_test.go from package shard, make the
+// managers of BenchmarkScaleReplicas static shards as kdag's --shard does: the cache narrowed to
+// shard, and the reconciler options of its manager.
+var (
+	shardCache             func(opts cache.Options, shard string) (cache.Options, error)
+	shardControllerOptions func(mgr ctrl.Manager, shard string) controller.Options
+)
 
 // scaleHelperConfig tells the child what to run and how to reach the API server.
 type scaleHelperConfig struct {
@@ -560,7 +569,7 @@ type scaleRM struct{ children int }
 
 func (scaleRM) OwnedTypes() []client.Object { return []client.Object{&corev1.ConfigMap{}} }
 
-func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Graph) error {
+func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *controller.Graph) error {
 	for i := range rm.children {
 		b.Add(scaleChildObject(owner, i))
 	}
@@ -571,7 +580,7 @@ func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *Grap
 func scaleChildObject(owner client.Object, i int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.GetName() + "-" + strconv.Itoa(i)},
-		Data:       map[string]string{"index": strconv.Itoa(i), "payload": convergePayload},
+		Data:       map[string]string{"index": strconv.Itoa(i), "payload": controller.ConvergePayload},
 	}
 }
 
@@ -696,8 +705,8 @@ func startScaleManager(ctx context.Context, rc *rest.Config, cfg scaleHelperConf
 }
 
 // newScaleManager returns a manager with one kdag reconciler with default options, not started.
-func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *reconciler, error) {
-	cacheOpts, err := ShardCache(CacheOptions(scheme, For("scale", scaleRM{})), cfg.Shard)
+func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, reconcile.Reconciler, error) {
+	cacheOpts, err := shardCache(controller.CacheOptions(scheme, controller.For("scale", scaleRM{})), cfg.Shard)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -705,13 +714,13 @@ func newScaleManager(rc *rest.Config, cfg scaleHelperConfig) (ctrl.Manager, *rec
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
-		MapperProvider: MapperProvider,
+		MapperProvider: controller.MapperProvider,
 		Cache:          cacheOpts,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := registerFor(mgr, "scale", scaleRM{children: cfg.Children}, ShardControllerOptions(mgr, cfg.Shard))
+	c, err := controller.Register(mgr, "scale", scaleRM{children: cfg.Children}, shardControllerOptions(mgr, cfg.Shard))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -52,7 +52,7 @@ func TestCacheOptions_SelectsShard(t *testing.T) {
 			// "widgets" owns ConfigMaps; "parents" reconciles Services (an owner type nothing
 			// owns) and owns Widgets, which "widgets" reconciles (a child owner).
 			parent := controller.For("parents", serviceOwnerRM{owned: &testapi.Widget{}})
-			opts, err := shard.SelectCache(controller.CacheOptions(controller.SharedScheme, controller.For("widgets", controller.NewFuncRM(nil)), parent), tc.shard)
+			opts, err := shard.SelectCache(controller.CacheOptions(scheme, controller.For("widgets", funcRM{add: nil}), parent), tc.shard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestCacheOptions_SelectsShard(t *testing.T) {
 			} {
 				var sel labels.Selector
 				for o, by := range opts.ByObject {
-					if controller.SameType(o, c.obj) {
+					if sameType(o, c.obj) {
 						sel = by.Label
 					}
 				}
@@ -98,22 +98,6 @@ func (serviceOwnerRM) AddResources(context.Context, *corev1.Service, *controller
 	return nil
 }
 
-// selects reports whether sel has the requirement req, written "key operator [values]"
-// ("kdag.dev/controller exists", "kdag.dev/shard = [a]", "kdag.dev/shard !").
-func selects(sel labels.Selector, req string) bool {
-	reqs, _ := sel.Requirements()
-	for _, r := range reqs {
-		got := r.Key() + " " + string(r.Operator())
-		if vals := r.ValuesUnsorted(); len(vals) > 0 {
-			got += " " + fmt.Sprint(vals)
-		}
-		if got == req {
-			return true
-		}
-	}
-	return false
-}
-
 // shardManager is a started manager running the Widget controller of one shard ("" none),
 // as one operator process of a sharded deployment would: its cache from controller.CacheOptions.
 type shardManager struct {
@@ -130,7 +114,7 @@ type shardManager struct {
 func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 	t.Helper()
 	m := &shardManager{shard: shardName, version: "shard-" + shardName, seen: &sync.Map{}}
-	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Graph) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		m.seen.Store(client.ObjectKeyFromObject(w), true)
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}})
 		b.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-key"}, StringData: map[string]string{"password": rand.Text()}}, controller.CreateOnly())
@@ -150,23 +134,23 @@ func startShard(t *testing.T, ns, name, shardName string) *shardManager {
 			b.Add(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-child"}, Spec: testapi.WidgetSpec{MaxReplicas: 1}})
 		}
 		return nil
-	}, &testapi.Widget{})
+	}}.owning(&testapi.Widget{})
 	comp := controller.For(name, rm, controller.Options{OperatorVersion: m.version})
 	layer := shard.Options{Shard: shardName}
 	if err := layer.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	cacheOpts, err := shard.SelectCache(controller.CacheOptions(controller.SharedScheme, comp), shardName)
+	cacheOpts, err := shard.SelectCache(controller.CacheOptions(scheme, comp), shardName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cacheOpts.DefaultNamespaces = map[string]crcache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(controller.SharedEnv().Config, ctrl.Options{
-		Scheme:         controller.SharedScheme,
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:         scheme,
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		Cache:          cacheOpts,
 		MapperProvider: controller.MapperProvider,
-		Controller:     controller.CtrlConfigSkipNameValidation(),
+		Controller:     skipNameValidation(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -214,11 +198,11 @@ func waitSharded(t *testing.T, ns, name string, m *shardManager) {
 	if m.shard != "" {
 		want = "=" + m.shard
 	}
-	poll.Until(t, fmt.Sprintf("Widget %s reconciled by the manager of shard %q, its objects labelled so", name, m.shard), 2*controller.WaitTimeout,
+	poll.Until(t, fmt.Sprintf("Widget %s reconciled by the manager of shard %q, its objects labelled so", name, m.shard), 2*waitTimeout,
 		func(ctx context.Context) string {
 			for _, n := range []string{name, name + "-child"} {
 				w := &testapi.Widget{}
-				if err := controller.SharedEnv().Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, w); err != nil {
+				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, w); err != nil {
 					return err.Error()
 				}
 				if !meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady) || w.Status.OperatorVersion != m.version ||
@@ -227,7 +211,7 @@ func waitSharded(t *testing.T, ns, name string, m *shardManager) {
 				}
 			}
 			for _, obj := range shardObjects(name) {
-				if err := controller.SharedEnv().Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
+				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
 					return err.Error()
 				}
 				if got := shardLabel(obj); got != want {
@@ -243,7 +227,7 @@ func waitSharded(t *testing.T, ns, name string, m *shardManager) {
 // the objects of each owner, its child owner's included, carry its shard label; an owner of a
 // shard no manager runs is reconciled by neither.
 func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
-	ns := controller.SharedEnv().Namespace(t)
+	ns := env.Namespace(t)
 	name := "widget-" + ns
 	a := startShard(t, ns, name, "a")
 	none := startShard(t, ns, name, "")
@@ -252,7 +236,7 @@ func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
 		if shard != "" {
 			w.Labels = map[string]string{kdagv1alpha1.LabelShard: shard}
 		}
-		if err := controller.SharedEnv().Client.Create(t.Context(), w); err != nil {
+		if err := env.Client.Create(t.Context(), w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,7 +269,7 @@ func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
 		}
 	}
 	orphan := &testapi.Widget{}
-	if err := controller.SharedEnv().Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orphan"}, orphan); err != nil {
+	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orphan"}, orphan); err != nil {
 		t.Fatal(err)
 	}
 	if len(orphan.Status.Conditions) > 0 || len(orphan.Finalizers) > 0 {
@@ -301,7 +285,7 @@ func TestShards_EachManagerReconcilesItsOwners(t *testing.T) {
 // nothing is deleted or re-created (same UIDs), although the old manager's cache sees them all
 // go.
 func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
-	ns := controller.SharedEnv().Namespace(t)
+	ns := env.Namespace(t)
 	name := "widget-" + ns
 	managers := map[string]*shardManager{"a": startShard(t, ns, name, "a"), "": startShard(t, ns, name, "")}
 	for _, tc := range []struct {
@@ -318,22 +302,22 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			if tc.from != "" {
 				w.Labels = map[string]string{kdagv1alpha1.LabelShard: tc.from}
 			}
-			if err := controller.SharedEnv().Client.Create(t.Context(), w); err != nil {
+			if err := env.Client.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.from])
 			// A ConfigMap deleted by someone: kdag creates it again and records revision 2, and
 			// prunes revision 1 (the history limit): the new shard must not number from 1 again.
-			if err := controller.SharedEnv().Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner + "-config"}}); err != nil {
+			if err := env.Client.Delete(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner + "-config"}}); err != nil {
 				t.Fatal(err)
 			}
-			poll.True(t, "revision 2 or later of Widget "+tc.owner+", the first pruned", controller.WaitTimeout, func(context.Context) bool {
+			poll.True(t, "revision 2 or later of Widget "+tc.owner+", the first pruned", waitTimeout, func(context.Context) bool {
 				return lastRevision(t, ns, w) >= 2
 			})
 			uids, passwords := map[string]types.UID{}, map[string]string{}
 			for _, obj := range append(shardObjects(tc.owner), w) {
 				obj.SetNamespace(ns)
-				if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 					t.Fatal(err)
 				}
 				uids[fmt.Sprintf("%T %s", obj, obj.GetName())] = obj.GetUID()
@@ -346,15 +330,15 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			// give it one back, not even for the one reconcile after the move before the new
 			// shard's cache holds it.
 			kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner + "-userkept"}}
-			if err := controller.SharedEnv().Client.Patch(t.Context(), kept, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"kdag.dev/keep":"true"}}}`))); err != nil {
+			if err := env.Client.Patch(t.Context(), kept, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"kdag.dev/keep":"true"}}}`))); err != nil {
 				t.Fatal(err)
 			}
-			poll.True(t, "the kept ConfigMap loses its owner reference", controller.WaitTimeout, func(ctx context.Context) bool {
-				return controller.SharedEnv().Client.Get(ctx, client.ObjectKeyFromObject(kept), kept) == nil && len(kept.OwnerReferences) == 0
+			poll.True(t, "the kept ConfigMap loses its owner reference", waitTimeout, func(ctx context.Context) bool {
+				return env.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept) == nil && len(kept.OwnerReferences) == 0
 			})
 			regained := watchOwnerReferences(t, ns, kept.Name, kept.ResourceVersion)
 
-			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
 			last := lastRevision(t, ns, w)
@@ -369,19 +353,19 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 				lbls[kdagv1alpha1.LabelShard] = tc.to
 			}
 			w.Labels = lbls
-			if err := controller.SharedEnv().Client.Patch(t.Context(), w, patch); err != nil {
+			if err := env.Client.Patch(t.Context(), w, patch); err != nil {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
 			// The move's writes (the objects relabelled) are revision last+1 or later, recorded by
 			// the new shard, which sees and prunes the old shard's revisions: one history.
-			poll.Until(t, "the revisions of Widget "+tc.owner+" numbered on in shard "+tc.to, controller.WaitTimeout, func(ctx context.Context) string {
+			poll.Until(t, "the revisions of Widget "+tc.owner+" numbered on in shard "+tc.to, waitTimeout, func(ctx context.Context) string {
 				return revisionsAfter(ctx, ns, w, last, 1)
 			})
 
 			for _, obj := range append(shardObjects(tc.owner), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: tc.owner}}) {
 				obj.SetNamespace(ns)
-				if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+				if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 					t.Fatal(err)
 				}
 				key := fmt.Sprintf("%T %s", obj, obj.GetName())
@@ -397,7 +381,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			}
 			for _, n := range []string{tc.owner, tc.owner + "-child"} {
 				moved := &testapi.Widget{}
-				if err := controller.SharedEnv().Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: n}, moved); err != nil {
+				if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: n}, moved); err != nil {
 					t.Fatal(err)
 				}
 				if c := meta.FindStatusCondition(moved.Status.Conditions, kdagv1alpha1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
@@ -406,7 +390,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 			}
 			old := managers[tc.from]
 			for _, n := range []string{tc.owner, tc.owner + "-child"} {
-				poll.True(t, fmt.Sprintf("Widget %s gone from the cache of the manager of shard %q", n, old.shard), controller.WaitTimeout, func(ctx context.Context) bool {
+				poll.True(t, fmt.Sprintf("Widget %s gone from the cache of the manager of shard %q", n, old.shard), waitTimeout, func(ctx context.Context) bool {
 					return apierrors.IsNotFound(old.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &testapi.Widget{}))
 				})
 			}
@@ -419,7 +403,7 @@ func TestShards_MovingAnOwnerKeepsItsObjects(t *testing.T) {
 // it b, records the assignment and removes the request, and b reconciles it. A request naming the
 // owner's own shard, or an invalid one, is no request: a reconciles the owner.
 func TestShards_HandOver(t *testing.T) {
-	ns := controller.SharedEnv().Namespace(t)
+	ns := env.Namespace(t)
 	name := "widget-" + ns
 	managers := map[string]*shardManager{"a": startShard(t, ns, name, "a"), "b": startShard(t, ns, name, "b")}
 	for _, tc := range []struct {
@@ -434,15 +418,15 @@ func TestShards_HandOver(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.owner,
 				Labels:      map[string]string{kdagv1alpha1.LabelShard: "a"},
 				Annotations: map[string]string{kdagv1alpha1.AnnotationShardAssigned: "a", kdagv1alpha1.AnnotationShardNext: tc.next}}}
-			if err := controller.SharedEnv().Client.Create(t.Context(), w); err != nil {
+			if err := env.Client.Create(t.Context(), w); err != nil {
 				t.Fatal(err)
 			}
 			waitSharded(t, ns, tc.owner, managers[tc.to])
 			// The owner's revisions carry no shard label, whichever shard recorded them.
-			poll.Until(t, "the revisions of Widget "+tc.owner, controller.WaitTimeout, func(ctx context.Context) string {
+			poll.Until(t, "the revisions of Widget "+tc.owner, waitTimeout, func(ctx context.Context) string {
 				return revisionsAfter(ctx, ns, w, 0, revision.DefaultHistoryLimit)
 			})
-			if err := controller.SharedEnv().Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 				t.Fatal(err)
 			}
 			if tc.to == "b" {
@@ -464,7 +448,7 @@ func TestShards_HandOver(t *testing.T) {
 // function that stops the watch and says which version carried an owner reference ("" none).
 func watchOwnerReferences(t *testing.T, ns, name, rv string) func() string {
 	t.Helper()
-	cs := kubernetes.NewForConfigOrDie(controller.SharedEnv().Config)
+	cs := kubernetes.NewForConfigOrDie(env.Config)
 	w, err := cs.CoreV1().ConfigMaps(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
 	if err != nil {
 		t.Fatal(err)
@@ -502,8 +486,8 @@ func shardLabel(obj client.Object) string {
 }
 
 func init() {
-	controller.ShardCache = shard.SelectCache
-	controller.ShardControllerOptions = func(mgr ctrl.Manager, name string) controller.Options {
+	shardCache = shard.SelectCache
+	shardControllerOptions = func(mgr ctrl.Manager, name string) controller.Options {
 		o := shard.Options{Shard: name}
 		return o.ControllerOptions(mgr)
 	}
@@ -515,7 +499,7 @@ func init() {
 // shard. Without the shard layer's WithNamespacedReferences they hold every Secret of the
 // cluster.
 func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
-	env := controller.SharedEnv()
+	env := env
 	mine, theirs := env.Namespace(t), env.Namespace(t)
 	for _, ns := range []string{mine, theirs} {
 		for i := range 3 {
@@ -525,24 +509,24 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 			}
 		}
 	}
-	rm := controller.NewFuncRM(func(w *testapi.Widget, b *controller.Graph) error {
+	rm := funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		ref := b.Reference(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ref-0"}}, controller.RequireKeys("k"))
 		b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.Name + "-config"}, Data: map[string]string{"k": "v"}}, controller.DependsOn(ref))
 		return nil
-	})
+	}}
 	layer := shard.Options{Shard: "a"}
 	if err := layer.Complete(); err != nil {
 		t.Fatal(err)
 	}
 	comp := controller.For("refs", rm)
-	cacheOpts, err := shard.SelectCache(controller.CacheOptions(controller.SharedScheme, comp), "a")
+	cacheOpts, err := shard.SelectCache(controller.CacheOptions(scheme, comp), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cacheOpts.DefaultNamespaces = map[string]crcache.Config{mine: {}, theirs: {}}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: controller.SharedScheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cacheOpts,
-		MapperProvider: controller.MapperProvider, Controller: controller.CtrlConfigSkipNameValidation(),
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cacheOpts,
+		MapperProvider: controller.MapperProvider, Controller: skipNameValidation(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +548,7 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll.True(t, "Widget in-a Ready", 2*controller.WaitTimeout, func(ctx context.Context) bool {
+	poll.True(t, "Widget in-a Ready", 2*waitTimeout, func(ctx context.Context) bool {
 		w := &testapi.Widget{}
 		return env.Client.Get(ctx, types.NamespacedName{Namespace: mine, Name: "in-a"}, w) == nil &&
 			meta.IsStatusConditionTrue(w.Status.Conditions, kdagv1alpha1.ConditionReady)
@@ -588,7 +572,7 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 	if err := env.Client.Patch(t.Context(), w, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll.True(t, "the shard's informers of referenced Secrets let namespace "+mine+" go", controller.WaitTimeout, func(context.Context) bool {
+	poll.True(t, "the shard's informers of referenced Secrets let namespace "+mine+" go", waitTimeout, func(context.Context) bool {
 		return controller.ReferenceObjects(c, "Secret") == 0
 	})
 }
@@ -597,7 +581,7 @@ func TestShards_ReferenceInformersHoldOnlyTheShardsNamespaces(t *testing.T) {
 // and the newest numbered after last; else what is wrong.
 func revisionsAfter(ctx context.Context, ns string, owner client.Object, last int64, limit int) string {
 	list := &appsv1.ControllerRevisionList{}
-	if err := controller.SharedEnv().Client.List(ctx, list, client.InNamespace(ns),
+	if err := env.Client.List(ctx, list, client.InNamespace(ns),
 		client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}); err != nil {
 		return err.Error()
 	}
@@ -621,7 +605,7 @@ func revisionsAfter(ctx context.Context, ns string, owner client.Object, last in
 func lastRevision(t *testing.T, ns string, owner client.Object) int64 {
 	t.Helper()
 	list := &appsv1.ControllerRevisionList{}
-	if err := controller.SharedEnv().Client.List(t.Context(), list, client.InNamespace(ns),
+	if err := env.Client.List(t.Context(), list, client.InNamespace(ns),
 		client.MatchingLabels{kdagv1alpha1.LabelOwnerUID: string(owner.GetUID())}); err != nil {
 		t.Fatal(err)
 	}

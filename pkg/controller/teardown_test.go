@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -98,13 +98,13 @@ func (f *fixture) deleteAndFinalize(name string, onErr func(error)) ([]error, ma
 func TestTeardown_DependentsDeletedBeforeBlockers(t *testing.T) {
 	tests := []struct {
 		name        string
-		rm          func(*cleanups) ResourceManager[*testapi.Widget]
-		opts        []Options
+		rm          func(*cleanups) controller.ResourceManager[*testapi.Widget]
+		opts        []controller.Options
 		wantCleanup bool
 	}{
-		{name: "Options.OrderedTeardown", rm: func(*cleanups) ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
-			opts: []Options{{OrderedTeardown: true}}},
-		{name: "Cleaner", rm: func(c *cleanups) ResourceManager[*testapi.Widget] {
+		{name: "Options.OrderedTeardown", rm: func(*cleanups) controller.ResourceManager[*testapi.Widget] { return widgetRM{readyDeployment: true} },
+			opts: []controller.Options{{OrderedTeardown: true}}},
+		{name: "Cleaner", rm: func(c *cleanups) controller.ResourceManager[*testapi.Widget] {
 			return cleaningRM{widgetRM{readyDeployment: true}, c}
 		},
 			wantCleanup: true},
@@ -184,7 +184,7 @@ func TestTeardown_NoFinalizerWithoutCleanerOrOrderedTeardown(t *testing.T) {
 }
 
 func TestTeardown_FailedDeleteIsReturnedAndRetried(t *testing.T) {
-	f := newFixture(t, widgetRM{readyDeployment: true}, Options{OrderedTeardown: true})
+	f := newFixture(t, widgetRM{readyDeployment: true}, controller.Options{OrderedTeardown: true})
 	f.widget("app", testapi.WidgetSpec{MaxReplicas: 3})
 	f.settle("app")
 

@@ -1,10 +1,8 @@
-package controller
+package controller_test
 
 import (
 	"context"
 	"testing"
-
-	"github.com/kdag-dev/kdag/pkg/apply"
 
 	"github.com/opentracing/opentracing-go"
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -26,16 +26,16 @@ func (tracedRM) OwnedTypes() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Service{}}
 }
 
-func (tracedRM) AddResources(ctx context.Context, _ *testapi.Widget, b *Graph) error {
+func (tracedRM) AddResources(ctx context.Context, _ *testapi.Widget, b *controller.Graph) error {
 	span, _ := opentracing.StartSpanFromContext(ctx, "opentracing in AddResources")
 	defer span.Finish()
 	good := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "good"}, Data: map[string]string{"k": "v"}})
 	b.Add(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "svc"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-	}, DependsOn(good))
+	}, controller.DependsOn(good))
 	bad := b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Data: map[string]string{"bad key!": "v"}})
-	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-bad"}}, DependsOn(bad))
+	b.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-bad"}}, controller.DependsOn(bad))
 	return nil
 }
 
@@ -62,26 +62,26 @@ func TestTracing_SpanTreeLinksAndBridge(t *testing.T) {
 	for _, s := range spans {
 		byName[s.Name] = append(byName[s.Name], s)
 	}
-	if len(byName[spanReconcile]) != 1 {
-		t.Fatalf("want one reconcile span, got %d (spans: %v)", len(byName[spanReconcile]), names(spans))
+	if len(byName[controller.SpanReconcile]) != 1 {
+		t.Fatalf("want one reconcile span, got %d (spans: %v)", len(byName[controller.SpanReconcile]), names(spans))
 	}
-	root := byName[spanReconcile][0]
-	for _, name := range []string{spanBuildGraph, spanRunGraph} {
+	root := byName[controller.SpanReconcile][0]
+	for _, name := range []string{controller.SpanBuildGraph, controller.SpanRunGraph} {
 		if len(byName[name]) != 1 || byName[name][0].Parent.SpanID() != root.SpanContext.SpanID() {
 			t.Fatalf("%q span missing or not a child of reconcile", name)
 		}
 	}
 	ot := byName["opentracing in AddResources"]
 	if len(ot) != 1 || ot[0].SpanContext.TraceID() != root.SpanContext.TraceID() ||
-		ot[0].Parent.SpanID() != byName[spanBuildGraph][0].SpanContext.SpanID() {
+		ot[0].Parent.SpanID() != byName[controller.SpanBuildGraph][0].SpanContext.SpanID() {
 		t.Fatalf("the OpenTracing span does not nest under the build graph span: %+v", ot)
 	}
 
 	nodes := map[string]tracetest.SpanStub{}
-	for _, s := range byName[spanNode] {
-		nodes[attr(s, attrName)] = s
-		if s.Parent.SpanID() != byName[spanRunGraph][0].SpanContext.SpanID() {
-			t.Errorf("node span %s is not a child of run graph", attr(s, attrName))
+	for _, s := range byName[controller.SpanNode] {
+		nodes[attr(s, controller.AttrName)] = s
+		if s.Parent.SpanID() != byName[controller.SpanRunGraph][0].SpanContext.SpanID() {
+			t.Errorf("node span %s is not a child of run graph", attr(s, controller.AttrName))
 		}
 	}
 	tests := []struct {
@@ -99,10 +99,10 @@ func TestTracing_SpanTreeLinksAndBridge(t *testing.T) {
 			t.Errorf("no node span for %s", tt.node)
 			continue
 		}
-		if got := attr(s, attrAction); got != tt.action {
+		if got := attr(s, controller.AttrAction); got != tt.action {
 			t.Errorf("node %s action = %q, want %q", tt.node, got, tt.action)
 		}
-		if got := attr(s, attrOutcome); got != tt.outcome {
+		if got := attr(s, controller.AttrOutcome); got != tt.outcome {
 			t.Errorf("node %s outcome = %q, want %q", tt.node, got, tt.outcome)
 		}
 		if errored := s.Status.Code.String() == "Error"; errored != tt.errored {
@@ -113,11 +113,11 @@ func TestTracing_SpanTreeLinksAndBridge(t *testing.T) {
 	if len(svc.Links) != 1 || svc.Links[0].SpanContext.SpanID() != nodes["good"].SpanContext.SpanID() {
 		t.Errorf("svc span links %v: want one link to the span of its blocker good", svc.Links)
 	}
-	if got := attr(nodes["after-bad"], attrBlockedBy); got == "" {
-		t.Errorf("blocked node span has no %s attribute", attrBlockedBy)
+	if got := attr(nodes["after-bad"], controller.AttrBlockedBy); got == "" {
+		t.Errorf("blocked node span has no %s attribute", controller.AttrBlockedBy)
 	}
 	var applies int
-	for _, s := range byName[spanApply] {
+	for _, s := range byName[controller.SpanApply] {
 		if s.Parent.SpanID() == nodes["bad"].SpanContext.SpanID() {
 			applies++
 		}

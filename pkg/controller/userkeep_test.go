@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -131,15 +132,15 @@ func TestUserKeep_OwnerReferenceDroppedAndOrphanedOnPrune(t *testing.T) {
 func TestUserKeep_OrphanedOnOwnerDeletion(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []Options
+		opts []controller.Options
 		// settled: a reconcile ran after the user's annotation (the owner reference is gone
 		// before the deletion); otherwise the owner is deleted first.
 		settled bool
 	}{
 		{name: "finalizer for the kept objects", settled: true},
 		{name: "finalizer for the kept objects, annotated just before the deletion"},
-		{name: "ordered teardown", opts: []Options{{OrderedTeardown: true}}, settled: true},
-		{name: "ordered teardown, annotated just before the deletion", opts: []Options{{OrderedTeardown: true}}},
+		{name: "ordered teardown", opts: []controller.Options{{OrderedTeardown: true}}, settled: true},
+		{name: "ordered teardown, annotated just before the deletion", opts: []controller.Options{{OrderedTeardown: true}}},
 	} {
 		for _, a := range userKeepAnnotations {
 			t.Run(tc.name+"/"+a.name, func(t *testing.T) {

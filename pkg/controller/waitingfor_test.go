@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -40,7 +41,7 @@ func TestStatus_WaitingForAndLastReconcile(t *testing.T) {
 	}
 	traced := false
 	for _, s := range exporter.GetSpans() {
-		traced = traced || (s.Name == spanReconcile && s.SpanContext.TraceID().String() == last.TraceID)
+		traced = traced || (s.Name == controller.SpanReconcile && s.SpanContext.TraceID().String() == last.TraceID)
 	}
 	if !traced {
 		t.Errorf("no reconcile span has the status' trace ID %s", last.TraceID)

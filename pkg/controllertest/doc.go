@@ -9,7 +9,11 @@
 //     the operator's, start-up RBAC check, watches), and returns a Harness: Create, Get, Update,
 //     Delete, WaitExists, WaitGone, MarkReady (envtest runs no Deployment, StatefulSet, Job or
 //     volume controller), CollectGarbage (nor a garbage collector), WaitReady and WaitCondition
-//     on the owner's kdag conditions, Writes recorded.
+//     on the owner's kdag conditions, Writes, Reads and Events recorded.
+//   - StartWith varies the harness (Options): Stepped, for a test that decides when reconciles
+//     happen (Reconcile runs one and returns its result; the queue's requests are dropped), more
+//     cached namespaces, a resync period, a transport or config of its own (a latency proxy);
+//     Restart replaces the manager as a restarted process would.
 //   - RunCases runs table-driven cases on the API server: given these live objects and this
 //     owner, expect this condition and these writes.
 //   - Graph fakes what a StatusReporter reads of a reconcile's report, for unit tests of status

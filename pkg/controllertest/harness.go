@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -75,9 +76,8 @@ type Harness struct {
 	opts Options
 	// current is the manager StartWith (or Restart) started; nil for ExploreCrashes' harnesses.
 	current *managerRun
-	// stepped, for a harness of StartStepped, holds each component's reconciler by owner kind
-	// (Reconcile); nil: the queue reconciles.
-	stepped map[schema.GroupVersionKind]reconcile.Reconciler
+	// reconcilers hold each component's reconciler in the running manager, by owner kind.
+	reconcilers map[schema.GroupVersionKind]reconcile.Reconciler
 	// dropped counts the requests a stepped harness's queues handed its components.
 	dropped atomic.Int64
 
@@ -107,6 +107,9 @@ type Options struct {
 	// SyncPeriod, when set, is the cache's resync period: how often its informers deliver
 	// every cached object again as an update. Default: controller-runtime's.
 	SyncPeriod time.Duration
+	// Config, when set, is how the harness's managers reach the API server instead of the
+	// APIServer's own config (through a latency proxy, say).
+	Config *rest.Config
 	// Wraps wrap the transport of the harness's managers, after the scripted faults and the
 	// recorder, the last outermost (a latency proxy, say).
 	Wraps []func(http.RoundTripper) http.RoundTripper
@@ -120,8 +123,8 @@ func StartWith(t testing.TB, api *APIServer, opts Options, components ...control
 	t.Helper()
 	h := newHarness(t, api, components)
 	h.opts = opts
-	if opts.Stepped {
-		h.stepped = map[schema.GroupVersionKind]reconcile.Reconciler{}
+	if opts.Config != nil {
+		h.config = opts.Config
 	}
 	h.run()
 	return h
@@ -140,6 +143,17 @@ func (h *Harness) run() {
 			h.t.Errorf("controllertest: manager: %v", err)
 		}
 	})
+}
+
+// Manager returns the harness's running manager (the one Restart started last): its client
+// reads the cache the reconcilers read. It fails t on a harness with no manager of its own
+// (ExploreCrashes runs several).
+func (h *Harness) Manager() ctrl.Manager {
+	h.t.Helper()
+	if h.current == nil {
+		h.t.Fatal("controllertest: the harness has no manager of its own")
+	}
+	return h.current.Manager.Manager
 }
 
 // Restart stops the harness's manager and starts a fresh one with the same components, as a
@@ -164,7 +178,8 @@ func newHarness(t testing.TB, api *APIServer, components []controller.Component)
 	return &Harness{
 		Namespace: env.Namespace(t), Client: env.Client, t: t, scheme: env.Scheme, config: env.Config,
 		components: components, requests: &requests.Recorder{}, deleted: map[types.UID]bool{},
-		Faults: &faults.Script{}, log: NewManagerLog(t),
+		reconcilers: map[schema.GroupVersionKind]reconcile.Reconciler{},
+		Faults:      &faults.Script{}, log: NewManagerLog(t),
 	}
 }
 
@@ -217,10 +232,8 @@ func (h *Harness) startManager(ctx context.Context, shard string, wraps ...func(
 	if err != nil {
 		return nil, errors.Wrap(err, "metrics")
 	}
-	opts := []controller.Options{{Metrics: m, WatchNamespaces: []string{h.Namespace}}}
-	if h.stepped != nil {
-		opts = append(opts, controller.Options{Wrappers: []controller.ReconcilerWrapper{h.stepper}})
-	}
+	opts := []controller.Options{{Metrics: m, WatchNamespaces: append([]string{h.Namespace}, h.opts.Namespaces...),
+		Wrappers: []controller.ReconcilerWrapper{h.keep}}}
 	if h.layer != nil {
 		opts = append(opts, h.layer.ControllerOptions(mgr, shard))
 	}
@@ -401,10 +414,11 @@ func (h *Harness) WaitExists(obj client.Object) {
 
 // Update reads obj (selected by name, and namespace or the harness's) from the API server, calls
 // change, which edits obj, and writes obj back, again from a fresh read when another writer
-// changed it meanwhile (a conflict); obj holds what the API server stored. Any other error fails t.
+// changed it meanwhile (a conflict), with opts (client.FieldOwner("kubectl-edit"), to write as
+// a person would); obj holds what the API server stored. Any other error fails t.
 //
 //	h.Update(site, func() { site.Spec.Replicas = ptr.To[int32](2) })
-func (h *Harness) Update(obj client.Object, change func()) {
+func (h *Harness) Update(obj client.Object, change func(), opts ...client.UpdateOption) {
 	h.t.Helper()
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(h.Namespace)
@@ -414,7 +428,7 @@ func (h *Harness) Update(obj client.Object, change func()) {
 			return err
 		}
 		change()
-		return h.Client.Update(context.Background(), obj)
+		return h.Client.Update(context.Background(), obj, opts...)
 	})
 	if err != nil {
 		h.t.Fatalf("controllertest: update %s: %v", h.describe(obj), err)

@@ -15,13 +15,17 @@ import (
 // steppedKey marks the context of a reconcile the test asked for (Harness.Reconcile).
 type steppedKey struct{}
 
-// stepper is the controller.ReconcilerWrapper of a stepped harness: it keeps each component's
-// reconciler, by owner kind, for Reconcile, and drops the requests of the controller's queue.
-func (h *Harness) stepper(_ string, owner client.Object, next reconcile.Reconciler) reconcile.Reconciler {
+// keep is the controller.ReconcilerWrapper of every harness: it keeps each component's
+// reconciler, by owner kind, for Reconciler and Reconcile; on a stepped harness it drops the
+// requests of the controller's queue.
+func (h *Harness) keep(_ string, owner client.Object, next reconcile.Reconciler) reconcile.Reconciler {
 	gvk := h.ownerGVK(owner.DeepCopyObject().(client.Object))
 	h.mu.Lock()
-	h.stepped[gvk] = next
+	h.reconcilers[gvk] = next
 	h.mu.Unlock()
+	if !h.opts.Stepped {
+		return next
+	}
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if ctx.Value(steppedKey{}) == nil {
 			h.dropped.Add(1)
@@ -32,24 +36,37 @@ func (h *Harness) stepper(_ string, owner client.Object, next reconcile.Reconcil
 }
 
 // Reconcile runs one reconcile of owner (selected by name, and namespace or the harness's) by
-// the component whose owner kind it is, once the manager's cache holds owner as the API server
-// has it now, and returns what the reconciler returned. It fails t on a harness whose
+// the component whose owner kind it is, with ctx (a logger in it, say; its end ends the
+// reconcile), once the manager's cache holds owner as the API server has it now, and returns
+// what the reconciler returned. It fails t on a harness whose
 // reconciles are the queue's (not Options.Stepped) or when no component reconciles owner's kind.
-func (h *Harness) Reconcile(owner client.Object) (reconcile.Result, error) {
+func (h *Harness) Reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	h.t.Helper()
-	gvk := h.ownerGVK(owner)
-	h.mu.Lock()
-	r := h.stepped[gvk]
-	h.mu.Unlock()
-	if r == nil {
-		h.t.Fatalf("controllertest: Reconcile %s: no component of a harness started with Options.Stepped reconciles %s", h.describe(owner), gvk.Kind)
+	if !h.opts.Stepped {
+		h.t.Fatalf("controllertest: Reconcile %s: the harness's reconciles are its queue's (Options.Stepped is off)", h.describe(owner))
 	}
+	r := h.Reconciler(owner)
 	live := owner.DeepCopyObject().(client.Object)
 	if h.Get(live) {
 		h.WaitCached(live)
 	}
-	ctx := context.WithValue(context.Background(), steppedKey{}, true)
-	return r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
+	return r.Reconcile(context.WithValue(ctx, steppedKey{}, true), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
+}
+
+// Reconciler returns the reconciler of the component whose owner kind owner's is, in the
+// harness's running manager, as the component registered it (inside its own Options.Wrappers):
+// for a test of kdag itself that looks inside it. It fails t when no component reconciles the
+// kind.
+func (h *Harness) Reconciler(owner client.Object) reconcile.Reconciler {
+	h.t.Helper()
+	gvk := h.ownerGVK(owner)
+	h.mu.Lock()
+	r := h.reconcilers[gvk]
+	h.mu.Unlock()
+	if r == nil {
+		h.t.Fatalf("controllertest: no component of the harness reconciles %s", gvk.Kind)
+	}
+	return r
 }
 
 // Cached reads obj (selected by name, and namespace or the harness's) from the manager's cache,
@@ -60,10 +77,7 @@ func (h *Harness) Cached(obj client.Object) bool {
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(h.Namespace)
 	}
-	if h.current == nil {
-		h.t.Fatalf("controllertest: Cached %s: the harness has no manager of its own", h.describe(obj))
-	}
-	err := h.current.Manager.Manager.GetClient().Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	err := h.Manager().GetClient().Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if client.IgnoreNotFound(err) != nil {
 		h.t.Fatalf("controllertest: read %s from the cache: %v", h.describe(obj), err)
 	}
@@ -74,7 +88,7 @@ func (h *Harness) Cached(obj client.Object) bool {
 // must see what the test wrote; it does nothing on a harness whose reconciles are the queue's.
 func (h *Harness) waitCached(obj client.Object) {
 	h.t.Helper()
-	if h.stepped != nil {
+	if h.opts.Stepped {
 		h.WaitCached(obj)
 	}
 }

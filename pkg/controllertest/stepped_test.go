@@ -27,7 +27,7 @@ func TestStepped_ReconcilesOnlyWhenAsked(t *testing.T) {
 	}
 
 	h.ResetWrites()
-	if _, err := h.Reconcile(w); err != nil {
+	if _, err := h.Reconcile(t.Context(), w); err != nil {
 		t.Fatalf("first reconcile: %v", err)
 	}
 	if !h.Get(cm) || cm.Data["k"] != "v1" {
@@ -49,7 +49,7 @@ func TestStepped_ReconcilesOnlyWhenAsked(t *testing.T) {
 	if h.Get(cm); cm.Data["k"] != "v1" {
 		t.Fatalf("ConfigMap data %v before the second reconcile, want k=v1 still", cm.Data)
 	}
-	if _, err := h.Reconcile(w); err != nil {
+	if _, err := h.Reconcile(t.Context(), w); err != nil {
 		t.Fatalf("second reconcile: %v", err)
 	}
 	if h.Get(cm); cm.Data["k"] != "v2" {
@@ -58,7 +58,7 @@ func TestStepped_ReconcilesOnlyWhenAsked(t *testing.T) {
 
 	// A reconcile with nothing to do reads only the cache; a read of the API server shows.
 	h.ResetWrites()
-	if _, err := h.Reconcile(w); err != nil {
+	if _, err := h.Reconcile(t.Context(), w); err != nil {
 		t.Fatalf("third reconcile: %v", err)
 	}
 	if writes, reads := h.Writes(), h.Reads(); len(writes) != 0 || len(reads) != 0 {
@@ -81,7 +81,7 @@ func TestStepped_ReconcileOnStartFails(t *testing.T) {
 	h.t = ft
 	func() {
 		defer func() { _ = recover() }()
-		_, _ = h.Reconcile(w)
+		_, _ = h.Reconcile(t.Context(), w)
 	}()
 	if !ft.failed {
 		t.Error("Reconcile on a harness of Start did not fail the test")
