@@ -31,6 +31,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/referenced"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/resources"
@@ -75,7 +76,7 @@ type reconciler struct {
 	// write yet from an owner whose status is as computed (writeStatus).
 	written sync.Map
 	// refs checks the objects of Graph.Reference nodes and wakes their owners on a change.
-	refs *references
+	refs *referenced.Cache
 	// terminating remembers namespaces seen being deleted (namespace -> time.Time): their owners
 	// are going away, and kdag makes no more attempts to create anything there.
 	terminating sync.Map
@@ -133,7 +134,7 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Options) (*recon
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s: register with the manager", name)
 	}
-	c.refs.ctrl = registered
+	c.refs.SetController(registered)
 	return c, nil
 }
 
@@ -173,7 +174,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Options) (
 	if c.metrics == nil {
 		c.metrics = metrics.Register(ctrlmetrics.Registry)
 	}
-	refs, err := newReferences(mgr, o.ReferenceNamespaces, o.NamespacedReferences)
+	refs, err := referenced.New(mgr, o.ReferenceNamespaces, o.NamespacedReferences)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
 	}
@@ -342,7 +343,7 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			c.expansionStalled.Delete(req.NamespacedName)
 			c.metrics.ForgetOwner(c.name, req.String())
-			c.refs.untrack(req.NamespacedName)
+			c.refs.Untrack(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, errors.Wrapf(err, "get %s %s", c.ownerGVK.Kind, req.NamespacedName)
@@ -353,7 +354,7 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.expansionStalled.Delete(req.NamespacedName)
 		c.revisions.forget(owner)
 		c.metrics.ForgetOwner(c.name, req.String())
-		c.refs.untrack(req.NamespacedName)
+		c.refs.Untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	if c.opts.deletions.unseen(owner) {
@@ -384,7 +385,7 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reconcile is Reconcile once the owner is read and the span started.
 func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	c.forgetTerminatingNamespace(owner)
-	if c.namespaceTerminating(owner.GetNamespace()) || c.refs.namespaceTerminating(ctx, owner.GetNamespace()) {
+	if c.namespaceTerminating(owner.GetNamespace()) || c.refs.NamespaceTerminating(ctx, owner.GetNamespace()) {
 		c.markNamespaceTerminating(owner.GetNamespace())
 		return c.leaveDyingNamespace(ctx, owner)
 	}
@@ -514,7 +515,7 @@ func (c *reconciler) prepareGraph(ctx context.Context, owner client.Object, r *o
 		r.transient, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		return nil, nil
 	}
-	if err := c.refs.track(ctx, client.ObjectKeyFromObject(owner), objs); err != nil {
+	if err := c.refs.Track(ctx, client.ObjectKeyFromObject(owner), objs); err != nil {
 		r.transient, r.reason = err, kdagv1alpha1.ReasonBuildFailed
 		return nil, nil
 	}

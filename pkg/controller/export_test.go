@@ -35,7 +35,7 @@ var SharedScheme = scheme
 // ReferenceObjects returns how many objects of kind (a core kind: "Secret") the informers of c's
 // referenced objects hold.
 func ReferenceObjects(c *reconciler, kind string) int {
-	return c.refs.cachedObjects(schema.GroupVersionKind{Version: "v1", Kind: kind})
+	return c.refs.CachedObjects(schema.GroupVersionKind{Version: "v1", Kind: kind})
 }
 
 // Register registers the reconciler named name for rm with mgr and returns it (Setup without the
@@ -118,20 +118,17 @@ func Clients(r reconcile.Reconciler) (client.Client, client.Reader) {
 // CachedReference returns the object of kind gvk named namespace/name that r's informers of
 // referenced objects hold, or nil.
 func CachedReference(ctx context.Context, r reconcile.Reconciler, gvk schema.GroupVersionKind, namespace, name string) (metav1.Object, error) {
-	return r.(*reconciler).refs.cached(ctx, gvk, namespace, name)
+	return r.(*reconciler).refs.Cached(ctx, gvk, namespace, name)
 }
 
 // NamespaceTerminating reports whether r has seen namespace being deleted.
 func NamespaceTerminating(ctx context.Context, r reconcile.Reconciler, namespace string) bool {
-	return r.(*reconciler).refs.namespaceTerminating(ctx, namespace)
+	return r.(*reconciler).refs.NamespaceTerminating(ctx, namespace)
 }
 
 // ReferencesStarted reports whether r's references runnable has made, at manager start, the one
 // uncached list that tells whether namespaces can be watched: a reconcile that raced it would
 // make that list itself, inside the window a test counts requests in.
 func ReferencesStarted(r reconcile.Reconciler) bool {
-	c := r.(*reconciler)
-	c.refs.mu.Lock()
-	defer c.refs.mu.Unlock()
-	return c.refs.namespacesDecided
+	return r.(*reconciler).refs.NamespacesDecided()
 }

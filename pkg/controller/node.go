@@ -2,10 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
-
-	"github.com/kdag-dev/kdag/pkg/apply"
 
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/referenced"
 	"github.com/kdag-dev/kdag/pkg/resources"
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
@@ -25,7 +26,7 @@ import (
 func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
 	res := &results[i]
 	if s.reference {
-		return c.refs.check(ctx, s, res)
+		return c.checkReference(ctx, s, res)
 	}
 	if s.beforeDelete != nil {
 		// A hook: its Job is created by the owner's teardown only (runBeforeDelete).
@@ -238,4 +239,36 @@ func (c *reconciler) newObject(s *nodeSpec) (client.Object, error) {
 		return nil, errors.Errorf("%s: %T is not a client.Object", s.id, obj)
 	}
 	return co, nil
+}
+
+// checkReference returns nil when the object of the Graph.Reference node s exists and holds the
+// keys the node requires, with res.contentHash set to the hash of what dependents read (the
+// required keys, or all of a Secret's or ConfigMap's data, or another kind's spec). A missing
+// object or key keeps the node waiting (*waitingError) with a message naming the object and what
+// to do; the reference's watch resumes the owner when it changes.
+func (c *reconciler) checkReference(ctx context.Context, s *nodeSpec, res *nodeResult) error {
+	gone := &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
+	m, err := c.refs.Cached(ctx, s.gvk, s.id.Namespace, s.id.Name)
+	switch {
+	case err != nil:
+		return errors.Wrapf(err, "%s", s.id)
+	case m == nil:
+		return gone
+	}
+	st, err := c.refs.Content(ctx, referenced.Ref{ID: s.id, GVK: s.gvk, RequireKeys: s.requireKeys}, m)
+	switch {
+	case errors.Is(err, referenced.ErrNotFound):
+		return gone
+	case err != nil:
+		return err
+	}
+	if len(st.Missing) > 0 {
+		detail := fmt.Sprintf("it has no key %s: add it", strings.Join(st.Missing, ", "))
+		if len(st.Missing) > 1 {
+			detail = fmt.Sprintf("it has no keys %s: add them", strings.Join(st.Missing, ", "))
+		}
+		return &waitingError{msg: s.id.String() + " lacks keys " + strings.Join(st.Missing, ", "), detail: detail}
+	}
+	res.contentHash = st.ContentHash
+	return nil
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/graph"
-
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/referenced"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // dataKeyMissingError is the error of a ProtectsData node whose object is gone while the data it
@@ -49,18 +50,18 @@ func (e *dataKeyMissingError) conditionReason() string { return kdagv1alpha1.Rea
 // watchedObjects returns the objects of specs whose changes must reconcile the owner although
 // the manager's cache does not hold them: the objects of Reference nodes, and, for ProtectsData
 // nodes, their own object and the data they protect.
-func (c *reconciler) watchedObjects(specs []*nodeSpec) ([]watched, error) {
-	var out []watched
+func (c *reconciler) watchedObjects(specs []*nodeSpec) ([]referenced.Watched, error) {
+	var out []referenced.Watched
 	for _, s := range specs {
 		switch {
 		case s.reference:
-			out = append(out, watched{id: s.id, gvk: s.gvk})
+			out = append(out, referenced.Watched{ID: s.id, GVK: s.gvk})
 		case s.protects != nil:
 			data, gvk, err := c.protectedData(s)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, watched{id: s.id, gvk: s.gvk}, watched{id: data, gvk: gvk})
+			out = append(out, referenced.Watched{ID: s.id, GVK: s.gvk}, referenced.Watched{ID: data, GVK: gvk})
 		}
 	}
 	return out, nil
@@ -98,7 +99,7 @@ func (c *reconciler) checkProtectedData(ctx context.Context, owner client.Object
 	if err != nil {
 		return err
 	}
-	m, err := c.refs.cached(ctx, gvk, data.Namespace, data.Name)
+	m, err := c.refs.Cached(ctx, gvk, data.Namespace, data.Name)
 	if err != nil {
 		return errors.Wrapf(err, "%s: look for %s", s.id, data)
 	}

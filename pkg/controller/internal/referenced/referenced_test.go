@@ -1,4 +1,4 @@
-package controller
+package referenced
 
 import (
 	"context"
@@ -42,13 +42,13 @@ func TestReferences_FirstInformerOfAKindCostsNoPoll(t *testing.T) {
 		gvk := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 		mapper := meta.NewDefaultRESTMapper(nil)
 		mapper.Add(gvk, meta.RESTScopeNamespace)
-		r := newReferencesFrom(metadatafake.NewSimpleMetadataClient(scheme, secret), mapper, forbiddenReader{}, nil, false)
+		r := NewFrom(metadatafake.NewSimpleMetadataClient(scheme, secret), mapper, forbiddenReader{}, nil, false)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- r.Start(ctx) }()
 
 		start := time.Now()
-		got, err := r.cached(ctx, gvk, "ns", "db")
+		got, err := r.Cached(ctx, gvk, "ns", "db")
 		waited := time.Since(start)
 		if err != nil || got == nil || got.GetName() != "db" {
 			t.Fatalf("cached Secret ns/db = %v, %v; want it from the new informer", got, err)

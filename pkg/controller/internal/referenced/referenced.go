@@ -1,8 +1,11 @@
-package controller
+// Package referenced is the cache of the objects a kdag graph Cache without owning them
+// (Graph.Reference nodes, and the data a ProtectsData node protects): metadata informers of their
+// kinds, started at the first reference of a kind, that wake the owners which reference an
+// object when it changes, and what kdag last read of each object's content.
+package referenced
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -29,26 +32,26 @@ import (
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
-// references checks the objects of Graph.Reference nodes on every reconcile and wakes their
-// owners when they change. Referenced objects carry no kdag label, so the manager's
-// label-selected cache does not hold them: references keeps informers of its own that hold only
+// Cache holds what a reconciler knows of the objects its owners' graphs reference and wakes
+// those owners when the objects change. Referenced objects carry no kdag label, so the manager's
+// label-selected cache does not hold them: Cache keeps informers of its own that hold only
 // their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
 // informers), one per referenced kind (and namespace, with Options.ReferenceNamespaces),
 // started at the first reference of the kind. With Options.NamespacedReferences they are one per
-// kind and namespace of the owners' references, stopped with the last owner there, so that a
-// manager of a shard holds the metadata of its own owners' namespaces only. An object's content (its keys and their hash) is
+// kind and namespace of the owners' Cache, stopped with the last owner there, so that a
+// manager of a shard holds the metadata of its own owners' namespaces only. An object's Content (its keys and their hash) is
 // read from the API server only when its resourceVersion moved since kdag last read it, so an
 // unchanged owner costs no uncached read.
 //
 // It is a manager Runnable: the manager starts it with the caches and stops its informers, and
 // waits for them, when it stops.
-type references struct {
+type Cache struct {
 	client     metadata.Interface
 	mapper     meta.RESTMapper
-	reader     client.Reader // uncached, for the content
+	reader     client.Reader // uncached, for the Content
 	namespaces map[string]bool
-	// perNamespace: one informer per kind and namespace of the owners' references, stopped with
-	// the last owner that references something there (Options.NamespacedReferences).
+	// perNamespace: one informer per kind and namespace of the owners' Cache, stopped with
+	// the last owner that Cache something there (Options.NamespacedReferences).
 	perNamespace bool
 	started      chan struct{} // closed by Start, which sets ctx
 
@@ -56,10 +59,10 @@ type references struct {
 	ctx       context.Context
 	factories map[string]metadatainformer.SharedInformerFactory // by namespace; "" for all
 	watched   map[informerKey]bool
-	ctrl      watchRegistrar                                 // nil when the reconciler is not registered with the manager (tests)
+	ctrl      WatchRegistrar                                 // nil when the reconciler is not registered with the manager (tests)
 	owners    map[graph.NodeID]map[types.NamespacedName]bool // referenced object → the owners that need it
-	refs      map[types.NamespacedName][]watched             // owner → the objects it watches
-	seen      map[referenceKey]referenceState
+	refs      map[types.NamespacedName][]Watched             // owner → the objects it watches
+	seen      map[referenceKey]State
 	// inNamespace counts, with perNamespace, the objects the owners watch in each namespace
 	// (the entries of refs there): a namespace's informers stop when it drops to 0.
 	inNamespace map[string]int
@@ -67,7 +70,7 @@ type references struct {
 	namespacesDecided, namespacesAllowed bool
 }
 
-// informerKey identifies one informer of references: a kind in a namespace ("" for all).
+// informerKey identifies one informer of Cache: a kind in a namespace ("" for all).
 type informerKey struct {
 	gvk       schema.GroupVersionKind
 	namespace string
@@ -80,52 +83,70 @@ type referenceKey struct {
 	keys string
 }
 
-func keyOf(s *nodeSpec) referenceKey {
-	return referenceKey{id: s.id, keys: strings.Join(s.requireKeys, "\x00")}
+// keyOf returns the key of what kdag remembers of ref.
+func keyOf(ref Ref) referenceKey {
+	return referenceKey{id: ref.ID, keys: strings.Join(ref.RequireKeys, "\x00")}
 }
 
-// watchRegistrar is the part of a controller-runtime controller references needs.
-type watchRegistrar interface {
+// Ref names a referenced object and the keys its dependents require of it.
+type Ref struct {
+	// ID is the object's node ID (its group, kind, namespace and name).
+	ID graph.NodeID
+	// GVK is its group, version and kind.
+	GVK schema.GroupVersionKind
+	// RequireKeys are the keys (of a Secret's or ConfigMap's data) its dependents read; none:
+	// all of its data, or, for another kind, its spec.
+	RequireKeys []string
+}
+
+// ErrNotFound says that a referenced object does not exist (any more).
+var ErrNotFound = errors.New("it does not exist")
+
+// WatchRegistrar is the part of a controller-runtime controller a Cache needs.
+type WatchRegistrar interface {
 	Watch(src source.TypedSource[reconcile.Request]) error
 }
 
-var _ watchRegistrar = crcontroller.Controller(nil)
+var _ WatchRegistrar = crcontroller.Controller(nil)
 
-// referenceState is what kdag knows of a referenced object's content as of resourceVersion: the
-// hash of the keys its dependents read and the keys it lacks. Never the content itself.
-type referenceState struct {
+// State is what kdag knows of a referenced object's content as of resourceVersion: the
+// hash of the keys its dependents read and the keys it lacks. Never the Content itself.
+type State struct {
 	uid             types.UID
 	resourceVersion string
-	contentHash     string
-	missing         []string
+	// ContentHash is the hash of what the object's dependents read: the required keys, or all
+	// of a Secret's or ConfigMap's data, or another kind's spec.
+	ContentHash string
+	// Missing are the required keys the object lacks, sorted.
+	Missing []string
 }
 
-// newReferences creates the informers of referenced objects (in namespaces, all when empty; with
+// New creates the informers of referenced objects (in namespaces, all when empty; with
 // perNamespace, only those where owners reference objects) and adds them to mgr, which starts
 // them with the caches.
-func newReferences(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*references, error) {
+func New(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*Cache, error) {
 	mc, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, errors.Wrap(err, "create the metadata client of referenced objects")
 	}
-	r := newReferencesFrom(mc, mgr.GetRESTMapper(), mgr.GetAPIReader(), namespaces, perNamespace)
+	r := NewFrom(mc, mgr.GetRESTMapper(), mgr.GetAPIReader(), namespaces, perNamespace)
 	if err := mgr.Add(r); err != nil {
 		return nil, errors.Wrap(err, "add the informers of referenced objects to the manager")
 	}
 	return r, nil
 }
 
-// newReferencesFrom returns references that read metadata with mc, kinds' resources with mapper
-// and content (and whether namespaces may be listed) with reader; Start starts it.
-func newReferencesFrom(mc metadata.Interface, mapper meta.RESTMapper, reader client.Reader, namespaces []string, perNamespace bool) *references {
-	r := &references{
+// NewFrom returns Cache that read metadata with mc, kinds' resources with mapper
+// and Content (and whether namespaces may be listed) with reader; Start starts it.
+func NewFrom(mc metadata.Interface, mapper meta.RESTMapper, reader client.Reader, namespaces []string, perNamespace bool) *Cache {
+	r := &Cache{
 		client: mc, mapper: mapper, reader: reader,
 		namespaces: map[string]bool{}, started: make(chan struct{}),
 		factories: map[string]metadatainformer.SharedInformerFactory{},
 		watched:   map[informerKey]bool{},
 		owners:    map[graph.NodeID]map[types.NamespacedName]bool{},
-		refs:      map[types.NamespacedName][]watched{},
-		seen:      map[referenceKey]referenceState{},
+		refs:      map[types.NamespacedName][]Watched{},
+		seen:      map[referenceKey]State{},
 
 		perNamespace: perNamespace, inNamespace: map[string]int{},
 	}
@@ -137,7 +158,7 @@ func newReferencesFrom(mc metadata.Interface, mapper meta.RESTMapper, reader cli
 
 // Start implements manager.Runnable: informers start from now on, and stop, waited for, when ctx
 // ends.
-func (r *references) Start(ctx context.Context) error {
+func (r *Cache) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.ctx = ctx
 	r.mu.Unlock()
@@ -156,13 +177,30 @@ func (r *references) Start(ctx context.Context) error {
 	return nil
 }
 
+// SetController makes the informers started from now on reconcile the owners that reference
+// their objects through ctrl (the reconciler's controller-runtime controller). Call it before
+// the manager starts; without it (a reconciler not registered with the manager) nothing wakes.
+func (r *Cache) SetController(ctrl WatchRegistrar) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctrl = ctrl
+}
+
+// NamespacesDecided reports whether Start has asked, with its one uncached list, whether the
+// manager may watch Namespaces.
+func (r *Cache) NamespacesDecided() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.namespacesDecided
+}
+
 // NeedLeaderElection implements manager.LeaderElectionRunnable: like a cache, every replica runs
 // it.
-func (r *references) NeedLeaderElection() bool { return false }
+func (r *Cache) NeedLeaderElection() bool { return false }
 
 // informer returns the synced informer that holds objects of gvk in namespace, starting it
 // (and, for a registered reconciler, watching it) the first time.
-func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
+func (r *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
 	select {
 	case <-r.started:
 	case <-ctx.Done():
@@ -210,7 +248,7 @@ func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, 
 		}
 	}
 	// WaitFor returns as soon as the informer has synced; WaitForCacheSync polls every 100 ms, a
-	// wait added to the first reconcile that references each kind (issue 32; docs/benchmarks.md,
+	// wait added to the first reconcile that Cache each kind (issue 32; docs/benchmarks.md,
 	// "The reference sample's time to Ready").
 	if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
 		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
@@ -221,15 +259,15 @@ func (r *references) informer(ctx context.Context, gvk schema.GroupVersionKind, 
 // namespaceGVK is the kind of the informer that tells a namespace being deleted.
 var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 
-// namespaceTerminating reports whether namespace is being deleted, from a metadata
+// NamespaceTerminating reports whether namespace is being deleted, from a metadata
 // informer of Namespaces. When the manager may not list and watch namespaces (an installation
 // confined to its namespaces by RBAC), it reports false: kdag then learns it from the first
 // create the API server refuses (markNamespaceTerminating).
-func (r *references) namespaceTerminating(ctx context.Context, namespace string) bool {
+func (r *Cache) NamespaceTerminating(ctx context.Context, namespace string) bool {
 	if namespace == "" || !r.canWatchNamespaces(ctx) {
 		return false
 	}
-	m, err := r.cached(ctx, namespaceGVK, "", namespace)
+	m, err := r.Cached(ctx, namespaceGVK, "", namespace)
 	if err != nil || m == nil {
 		return false // a namespace the informer has not seen yet is a new one, not a dying one
 	}
@@ -238,7 +276,7 @@ func (r *references) namespaceTerminating(ctx context.Context, namespace string)
 
 // canWatchNamespaces reports whether the manager may list Namespaces, asking the API server once
 // per process (one uncached list of at most one item).
-func (r *references) canWatchNamespaces(ctx context.Context) bool {
+func (r *Cache) canWatchNamespaces(ctx context.Context) bool {
 	r.mu.Lock()
 	decided, allowed := r.namespacesDecided, r.namespacesAllowed
 	r.mu.Unlock()
@@ -265,25 +303,25 @@ func stripManagedFields(in any) (any, error) {
 	return in, nil
 }
 
-// watched is an object whose changes reconcile the owners that need it: a Graph.Reference
+// Watched is an object whose changes reconcile the owners that need it: a Graph.Reference
 // node's object, or, for a ProtectsData node, its own object and the data it protects (a key
 // restored without kdag's labels, which the manager's cache does not see, must wake the owner).
-type watched struct {
-	id  graph.NodeID
-	gvk schema.GroupVersionKind
+type Watched struct {
+	ID  graph.NodeID
+	GVK schema.GroupVersionKind
 }
 
-// track records the objects owner's graph watches (replacing what it watched before) and
+// Track records the objects owner's graph watches (replacing what it watched before) and
 // starts the informers of their kinds, so that a change of any of them reconciles owner.
-func (r *references) track(ctx context.Context, owner types.NamespacedName, objs []watched) error {
+func (r *Cache) Track(ctx context.Context, owner types.NamespacedName, objs []Watched) error {
 	r.mu.Lock()
 	for _, old := range r.refs[owner] {
-		if !slices.ContainsFunc(objs, func(w watched) bool { return w.id == old.id }) {
-			r.dropOwnerLocked(old.id, owner)
+		if !slices.ContainsFunc(objs, func(w Watched) bool { return w.ID == old.ID }) {
+			r.dropOwnerLocked(old.ID, owner)
 		}
 	}
 	for _, w := range objs {
-		r.inNamespace[w.id.Namespace]++ // before the old ones are counted out: a namespace still used stays
+		r.inNamespace[w.ID.Namespace]++ // before the old ones are counted out: a namespace still used stays
 	}
 	unused := r.uncountLocked(r.refs[owner])
 	delete(r.refs, owner)
@@ -291,26 +329,26 @@ func (r *references) track(ctx context.Context, owner types.NamespacedName, objs
 		r.refs[owner] = objs
 	}
 	for _, w := range objs {
-		if r.owners[w.id] == nil {
-			r.owners[w.id] = map[types.NamespacedName]bool{}
+		if r.owners[w.ID] == nil {
+			r.owners[w.ID] = map[types.NamespacedName]bool{}
 		}
-		r.owners[w.id][owner] = true
+		r.owners[w.ID][owner] = true
 	}
 	r.mu.Unlock()
 	stopInformers(unused)
 	for _, w := range objs {
-		if _, err := r.informer(ctx, w.gvk, w.id.Namespace); err != nil {
-			return errors.Wrapf(err, "%s", w.id)
+		if _, err := r.informer(ctx, w.GVK, w.ID.Namespace); err != nil {
+			return errors.Wrapf(err, "%s", w.ID)
 		}
 	}
 	return nil
 }
 
-// untrack forgets owner (it is gone).
-func (r *references) untrack(owner types.NamespacedName) {
+// Untrack forgets owner (it is gone).
+func (r *Cache) Untrack(owner types.NamespacedName) {
 	r.mu.Lock()
 	for _, w := range r.refs[owner] {
-		r.dropOwnerLocked(w.id, owner)
+		r.dropOwnerLocked(w.ID, owner)
 	}
 	unused := r.uncountLocked(r.refs[owner])
 	delete(r.refs, owner)
@@ -319,12 +357,12 @@ func (r *references) untrack(owner types.NamespacedName) {
 }
 
 // uncountLocked counts objs out of inNamespace and, with perNamespace, takes out of r the
-// informer factories of the namespaces no owner references anything in any more; the caller
+// informer factories of the namespaces no owner Cache anything in any more; the caller
 // stops them (stopInformers) once it has unlocked r.mu. Cluster-wide informers ("") stay.
-func (r *references) uncountLocked(objs []watched) []metadatainformer.SharedInformerFactory {
+func (r *Cache) uncountLocked(objs []Watched) []metadatainformer.SharedInformerFactory {
 	var unused []metadatainformer.SharedInformerFactory
 	for _, w := range objs {
-		ns := w.id.Namespace
+		ns := w.ID.Namespace
 		if r.inNamespace[ns]--; r.inNamespace[ns] > 0 {
 			continue
 		}
@@ -350,9 +388,9 @@ func stopInformers(factories []metadatainformer.SharedInformerFactory) {
 	}
 }
 
-// cachedObjects returns how many objects of gvk the informers of references hold, over every
+// CachedObjects returns how many objects of gvk the informers of Cache hold, over every
 // namespace: what the reconciler's memory of referenced objects of that kind costs.
-func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
+func (r *Cache) CachedObjects(gvk schema.GroupVersionKind) int {
 	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return 0
@@ -368,9 +406,9 @@ func (r *references) cachedObjects(gvk schema.GroupVersionKind) int {
 	return n
 }
 
-// dropOwnerLocked records that owner no longer references id; what kdag knows of id's content
+// dropOwnerLocked records that owner no longer Cache id; what kdag knows of id's Content
 // is forgotten with its last owner.
-func (r *references) dropOwnerLocked(id graph.NodeID, owner types.NamespacedName) {
+func (r *Cache) dropOwnerLocked(id graph.NodeID, owner types.NamespacedName) {
 	delete(r.owners[id], owner)
 	if len(r.owners[id]) > 0 {
 		return
@@ -385,7 +423,7 @@ func (r *references) dropOwnerLocked(id graph.NodeID, owner types.NamespacedName
 
 // ownersOf returns the map function of the informer of gvk: a referenced object to the owners
 // that reference it. (Objects of metadata informers carry no kind: gvk says it.)
-func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
+func (r *Cache) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(_ context.Context, obj client.Object) []reconcile.Request {
 		id := graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		r.mu.Lock()
@@ -398,37 +436,9 @@ func (r *references) ownersOf(gvk schema.GroupVersionKind) handler.MapFunc {
 	}
 }
 
-// check returns nil when the object of the Graph.Reference node s exists and holds the keys the
-// node requires, with res.contentHash set to the hash of what dependents read (the required keys,
-// or all of a Secret's or ConfigMap's data, or another kind's spec). A missing object or key
-// keeps the node waiting (*waitingError) with a message naming the object and what to do; the
-// reference's watch resumes the owner when it changes.
-func (r *references) check(ctx context.Context, s *nodeSpec, res *nodeResult) error {
-	m, err := r.cached(ctx, s.gvk, s.id.Namespace, s.id.Name)
-	switch {
-	case err != nil:
-		return errors.Wrapf(err, "%s", s.id)
-	case m == nil:
-		return &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
-	}
-	st, err := r.content(ctx, s, m)
-	if err != nil {
-		return err
-	}
-	if len(st.missing) > 0 {
-		detail := fmt.Sprintf("it has no key %s: add it", strings.Join(st.missing, ", "))
-		if len(st.missing) > 1 {
-			detail = fmt.Sprintf("it has no keys %s: add them", strings.Join(st.missing, ", "))
-		}
-		return &waitingError{msg: s.id.String() + " lacks keys " + strings.Join(st.missing, ", "), detail: detail}
-	}
-	res.contentHash = st.contentHash
-	return nil
-}
-
-// cached returns the metadata of the referenced object gvk namespace/name from its informer, or
+// Cached returns the metadata of the referenced object gvk namespace/name from its informer, or
 // nil when the informer does not hold it.
-func (r *references) cached(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (metav1.Object, error) {
+func (r *Cache) Cached(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (metav1.Object, error) {
 	inf, err := r.informer(ctx, gvk, namespace)
 	if err != nil {
 		return nil, err
@@ -445,40 +455,40 @@ func (r *references) cached(ctx context.Context, gvk schema.GroupVersionKind, na
 	return m, errors.Wrap(err, "read the informer's object")
 }
 
-// content returns what kdag knows of the content of the referenced object m: remembered while
+// Content returns what kdag knows of the Content of the referenced object m: remembered while
 // its UID and resourceVersion stay the same, read from the API server otherwise.
-func (r *references) content(ctx context.Context, s *nodeSpec, m metav1.Object) (referenceState, error) {
+func (r *Cache) Content(ctx context.Context, ref Ref, m metav1.Object) (State, error) {
 	r.mu.Lock()
-	st, ok := r.seen[keyOf(s)]
+	st, ok := r.seen[keyOf(ref)]
 	r.mu.Unlock()
 	if ok && st.uid == m.GetUID() && st.resourceVersion == m.GetResourceVersion() {
 		return st, nil
 	}
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(s.gvk)
-	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), u); err != nil {
+	u.SetGroupVersionKind(ref.GVK)
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ref.ID.Namespace, Name: ref.ID.Name}, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			return st, &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
+			return st, errors.Wrapf(ErrNotFound, "%s", ref.ID)
 		}
-		return st, errors.Wrapf(err, "%s: read", s.id)
+		return st, errors.Wrapf(err, "%s: read", ref.ID)
 	}
-	st = referenceState{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
+	st = State{uid: u.GetUID(), resourceVersion: u.GetResourceVersion()}
 	hashed := u
-	if resources.HasDataKeys(s.gvk) {
-		selected, missing, err := resources.SelectKeys(u, s.requireKeys)
+	if resources.HasDataKeys(ref.GVK) {
+		selected, missing, err := resources.SelectKeys(u, ref.RequireKeys)
 		if err != nil {
-			return st, errors.Wrapf(err, "%s: select keys", s.id)
+			return st, errors.Wrapf(err, "%s: select keys", ref.ID)
 		}
-		hashed, st.missing = selected, missing
+		hashed, st.Missing = selected, missing
 	}
 	hash, err := resources.ContentHash(hashed)
 	if err != nil {
-		return st, errors.Wrapf(err, "%s: hash content", s.id)
+		return st, errors.Wrapf(err, "%s: hash content", ref.ID)
 	}
-	st.contentHash = hash
+	st.ContentHash = hash
 	r.mu.Lock()
-	if _, tracked := r.owners[s.id]; tracked {
-		r.seen[keyOf(s)] = st
+	if _, tracked := r.owners[ref.ID]; tracked {
+		r.seen[keyOf(ref)] = st
 	}
 	r.mu.Unlock()
 	return st, nil
