@@ -19,16 +19,13 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/testing/cluster"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
-	"github.com/kdag-dev/kdag/pkg/testing/running"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -87,23 +84,11 @@ func (rolloutRM) AddResources(_ context.Context, w *testapi.Widget, b *controlle
 	return nil
 }
 
-// startManager runs a manager with one registered kdag controller until the test ends.
+// startManager runs a manager with one registered kdag controller until the test ends; a failing
+// test shows the manager's log (controllertest.StartManager).
 func startManager(t *testing.T, name string, rm controller.ResourceManager[*testapi.Widget]) {
 	t.Helper()
-	comp := controller.For(name, rm)
-	mgr, err := ctrl.NewManager(local.Config, ctrl.Options{
-		Scheme:     scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controller.CacheOptions(scheme, comp),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controller.Setup(t.Context(), mgr, []controller.Component{comp}); err != nil {
-		t.Fatal(err)
-	}
-	running.Manager(t, mgr)
+	controllertest.StartManager(t, local.Config, scheme, []controller.Component{controller.For(name, rm)}, controllertest.ManagerOptions{})
 }
 
 func TestController_DeploymentGatesDependentUntilAvailable(t *testing.T) {
