@@ -208,7 +208,7 @@ func (c *reconciler) kstatusReady(s *nodeSpec, live client.Object) error {
 		o.ready = &waitingError{msg: s.id.String() + " is not ready: " + r.Message, detail: r.Message}
 	case !r.Ready:
 		o.ready = &waitingError{msg: s.id.String() + " is not ready (" + r.Status + ")"}
-	case !clientgoscheme.Scheme.Recognizes(s.gvk) && !generationObserved(u):
+	case !clientgoscheme.Scheme.Recognizes(s.gvk) && !resources.GenerationObserved(u):
 		reason := "no status from its controller for generation " + strconv.FormatInt(u.GetGeneration(), 10) + " yet"
 		o.ready = &waitingError{msg: s.id.String() + " is not ready: " + reason, detail: reason}
 	}
@@ -217,28 +217,4 @@ func (c *reconciler) kstatusReady(s *nodeSpec, live client.Object) error {
 		c.observed.Store(live.GetUID(), &o)
 	}
 	return o.ready
-}
-
-// generationObserved reports whether a custom resource's controller has written status for u's
-// generation, as far as u's status can say: false when the status is empty, or when
-// status.observedGeneration or the observedGeneration of any condition is another generation;
-// true otherwise (a status that names no generation is kstatus' to judge). Options.ReadyWhen
-// documents the rule.
-func generationObserved(u *unstructured.Unstructured) bool {
-	status, _ := u.Object["status"].(map[string]any)
-	if len(status) == 0 {
-		return false
-	}
-	gen := u.GetGeneration()
-	if observed, ok, _ := unstructured.NestedInt64(status, "observedGeneration"); ok && observed != gen {
-		return false
-	}
-	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if observed, ok, _ := unstructured.NestedInt64(m, "observedGeneration"); ok && observed != gen {
-			return false
-		}
-	}
-	return true
 }

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/kdag-dev/kdag/pkg/apply"
-	"github.com/kdag-dev/kdag/pkg/graph"
-
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // isTerminal reports whether err cannot be fixed by retrying, only by a change of the owner's
@@ -66,26 +66,14 @@ func (e *objectFailedError) Is(target error) bool {
 func (e *objectFailedError) conditionReason() string { return e.Reason }
 
 // newObjectFailed describes the failure of live, which kstatus called Failed with
-// kstatusMessage: the reason and message of its first True condition of type Failed or Stalled
-// (a Job's Failed, a kstatus-style Stalled), or of a Progressing=False condition (a Deployment
-// past its progress deadline), else kstatus' message.
+// kstatusMessage: the reason and message of live's own failure condition (resources.Failure),
+// else kstatus' message.
 func newObjectFailed(id graph.NodeID, live *unstructured.Unstructured, kstatusMessage string) *objectFailedError {
 	e := &objectFailedError{Node: id, Reason: kdagv1alpha1.ReasonObjectFailed, Message: kstatusMessage}
-	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok {
-			continue
-		}
-		typ, status := fmt.Sprint(m["type"]), fmt.Sprint(m["status"])
-		if (typ == "Failed" || typ == "Stalled") && status == "True" || typ == "Progressing" && status == "False" {
-			reason, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			e.Reason = validReason(reason, kdagv1alpha1.ReasonObjectFailed)
-			if msg != "" {
-				e.Message = msg
-			}
-			break
+	if reason, msg, ok := resources.Failure(live); ok {
+		e.Reason = validReason(reason, kdagv1alpha1.ReasonObjectFailed)
+		if msg != "" {
+			e.Message = msg
 		}
 	}
 	return e

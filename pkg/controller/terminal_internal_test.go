@@ -6,7 +6,6 @@ import (
 	"github.com/pkg/errors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -43,38 +42,6 @@ func TestIsTerminal_OnlySpecErrorsAreTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := isTerminal(tc.err); got != tc.want {
 				t.Errorf("isTerminal(%v) = %v, want %v", tc.err, got, tc.want)
-			}
-		})
-	}
-}
-
-// TestGenerationObserved: what a custom resource's status must say before kstatus' verdict is
-// trusted (WithReadyWhen documents the rule).
-func TestGenerationObserved(t *testing.T) {
-	tests := []struct {
-		name   string
-		status map[string]any
-		want   bool
-	}{
-		{name: "no status", want: false},
-		{name: "empty status", status: map[string]any{}, want: false},
-		{name: "observedGeneration of another generation", status: map[string]any{"observedGeneration": int64(2)}, want: false},
-		{name: "observedGeneration of this generation", status: map[string]any{"observedGeneration": int64(3)}, want: true},
-		{name: "a condition of another generation (cert-manager style)",
-			status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(2)}}}, want: false},
-		{name: "conditions of this generation",
-			status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}}}, want: true},
-		{name: "a status that names no generation is kstatus' to judge",
-			status: map[string]any{"phase": "Running"}, want: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"generation": int64(3)}}}
-			if tt.status != nil {
-				u.Object["status"] = tt.status
-			}
-			if got := generationObserved(u); got != tt.want {
-				t.Errorf("generationObserved = %v, want %v", got, tt.want)
 			}
 		})
 	}

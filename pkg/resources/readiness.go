@@ -138,3 +138,48 @@ func JobComplete(u *unstructured.Unstructured) bool {
 	}
 	return false
 }
+
+// GenerationObserved reports whether a custom resource's controller has written status for u's
+// generation, as far as u's status can say: false when the status is empty, or when
+// status.observedGeneration or the observedGeneration of any condition is another generation;
+// true otherwise (a status that names no generation is kstatus' to judge). kdag waits for such a status before it trusts
+// kstatus on a custom resource (controller.Options.ReadyWhen documents the rule).
+func GenerationObserved(u *unstructured.Unstructured) bool {
+	status, _ := u.Object["status"].(map[string]any)
+	if len(status) == 0 {
+		return false
+	}
+	gen := u.GetGeneration()
+	if observed, ok, _ := unstructured.NestedInt64(status, "observedGeneration"); ok && observed != gen {
+		return false
+	}
+	conditions, _, _ := unstructured.NestedSlice(status, "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if observed, ok, _ := unstructured.NestedInt64(m, "observedGeneration"); ok && observed != gen {
+			return false
+		}
+	}
+	return true
+}
+
+// Failure returns the reason and message of u's first condition that says it failed for good: a
+// True condition of type Failed or Stalled (a Job's Failed, a kstatus-style Stalled), or a
+// Progressing=False condition (a Deployment past its progress deadline). ok is false when u has
+// none; reason and message are the object's own, unchecked (an empty reason stays empty).
+func Failure(u *unstructured.Unstructured) (reason, message string, ok bool) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, isMap := c.(map[string]any)
+		if !isMap {
+			continue
+		}
+		typ, status := fmt.Sprint(m["type"]), fmt.Sprint(m["status"])
+		if (typ == "Failed" || typ == "Stalled") && status == "True" || typ == "Progressing" && status == "False" {
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+			return reason, message, true
+		}
+	}
+	return "", "", false
+}

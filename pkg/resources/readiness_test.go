@@ -319,3 +319,74 @@ func TestTypedReady_AgreesWithKstatus(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerationObserved: what a custom resource's status must say before kstatus' verdict is
+// trusted (controller.Options.ReadyWhen documents the rule).
+func TestGenerationObserved(t *testing.T) {
+	tests := []struct {
+		name   string
+		status map[string]any
+		want   bool
+	}{
+		{name: "no status", want: false},
+		{name: "empty status", status: map[string]any{}, want: false},
+		{name: "observedGeneration of another generation", status: map[string]any{"observedGeneration": int64(2)}, want: false},
+		{name: "observedGeneration of this generation", status: map[string]any{"observedGeneration": int64(3)}, want: true},
+		{name: "a condition of another generation (cert-manager style)",
+			status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(2)}}}, want: false},
+		{name: "conditions of this generation",
+			status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}}}, want: true},
+		{name: "a status that names no generation is kstatus' to judge",
+			status: map[string]any{"phase": "Running"}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"generation": int64(3)}}}
+			if tt.status != nil {
+				u.Object["status"] = tt.status
+			}
+			if got := GenerationObserved(u); got != tt.want {
+				t.Errorf("GenerationObserved = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFailure: the condition that says an object failed for good, with the object's reason and
+// message; none for a progressing or ready object.
+func TestFailure(t *testing.T) {
+	cond := func(typ, status, reason, msg string) any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": msg}
+	}
+	tests := []struct {
+		name                string
+		conditions          []any
+		wantReason, wantMsg string
+		wantOK              bool
+	}{
+		{name: "no status"},
+		{name: "complete Job", conditions: []any{cond("Complete", "True", "Completed", "done")}},
+		{name: "failed Job", conditions: []any{cond("Complete", "False", "", ""), cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")},
+			wantReason: "BackoffLimitExceeded", wantMsg: "Job has reached the specified backoff limit", wantOK: true},
+		{name: "Failed=False is no failure", conditions: []any{cond("Failed", "False", "Retrying", "")}},
+		{name: "Stalled resource", conditions: []any{cond("Stalled", "True", "Invalid", "use a shorter name")},
+			wantReason: "Invalid", wantMsg: "use a shorter name", wantOK: true},
+		{name: "Deployment past its progress deadline", conditions: []any{cond("Available", "True", "MinimumReplicasAvailable", ""), cond("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet web-1 has timed out progressing.")},
+			wantReason: "ProgressDeadlineExceeded", wantMsg: "ReplicaSet web-1 has timed out progressing.", wantOK: true},
+		{name: "the first failure wins", conditions: []any{cond("Stalled", "True", "First", "a"), cond("Failed", "True", "Second", "b")},
+			wantReason: "First", wantMsg: "a", wantOK: true},
+		{name: "a malformed condition is passed over", conditions: []any{"Failed", cond("Failed", "True", "", "")}, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			if tt.conditions != nil {
+				u.Object["status"] = map[string]any{"conditions": tt.conditions}
+			}
+			reason, msg, ok := Failure(u)
+			if reason != tt.wantReason || msg != tt.wantMsg || ok != tt.wantOK {
+				t.Errorf("Failure = %q, %q, %v; want %q, %q, %v", reason, msg, ok, tt.wantReason, tt.wantMsg, tt.wantOK)
+			}
+		})
+	}
+}
