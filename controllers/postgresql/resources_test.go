@@ -12,24 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
+	"github.com/kdag-dev/kdag/controllers/internal/operatortest"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/plan"
 )
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(giteav1alpha1.AddToScheme(scheme))
-}
+// scheme holds client-go's types and the reference operator's API.
+var scheme = operatortest.Scheme()
 
 // defaulted returns the PostgreSQL a Gitea demo creates, as the API server defaults it from
 // the CRD (controllertest.Defaulted), changed by mods.

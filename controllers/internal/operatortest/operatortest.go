@@ -7,10 +7,21 @@ import (
 	"runtime"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	giteav1alpha1 "github.com/kdag-dev/kdag/apis/gitea/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controllertest"
 	"github.com/kdag-dev/kdag/pkg/testing/envtest"
 )
+
+// Scheme returns a new scheme with client-go's types and the reference operator's API.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(giteav1alpha1.AddToScheme(s))
+	return s
+}
 
 // APIServer returns a test package's API server (controllertest.NewAPIServer) with the reference
 // operator's CRDs from config/crd/bases installed and scheme for its clients and managers; it
