@@ -37,19 +37,16 @@ func (h *Harness) keep(_ string, owner client.Object, next reconcile.Reconciler)
 
 // Reconcile runs one reconcile of owner (selected by name, and namespace or the harness's) by
 // the component whose owner kind it is, with ctx (a logger in it, say; its end ends the
-// reconcile), once the manager's cache holds owner as the API server has it now, and returns
-// what the reconciler returned. It fails t on a harness whose
-// reconciles are the queue's (not Options.Stepped) or when no component reconciles owner's kind.
+// reconcile), and returns what the reconciler returned. The reconciler reads the manager's cache:
+// what the test wrote through the harness (Create, Update, MarkReady) is there; wait with
+// WaitCached for what it wrote with Client. It fails t on a harness whose reconciles are its
+// queue's (not Options.Stepped) or when no component reconciles owner's kind.
 func (h *Harness) Reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	h.t.Helper()
 	if !h.opts.Stepped {
 		h.t.Fatalf("controllertest: Reconcile %s: the harness's reconciles are its queue's (Options.Stepped is off)", h.describe(owner))
 	}
 	r := h.Reconciler(owner)
-	live := owner.DeepCopyObject().(client.Object)
-	if h.Get(live) {
-		h.WaitCached(live)
-	}
 	return r.Reconcile(context.WithValue(ctx, steppedKey{}, true), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
 }
 
