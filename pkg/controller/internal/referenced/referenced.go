@@ -1,4 +1,4 @@
-// Package referenced is the cache of the objects a kdag graph Cache without owning them
+// Package referenced is the cache of the objects a kdag graph references without owning them
 // (Graph.Reference nodes, and the data a ProtectsData node protects): metadata informers of their
 // kinds, started at the first reference of a kind, that wake the owners which reference an
 // object when it changes, and what kdag last read of each object's content.
@@ -36,10 +36,10 @@ import (
 // those owners when the objects change. Referenced objects carry no kdag label, so the manager's
 // label-selected cache does not hold them: Cache keeps informers of its own that hold only
 // their metadata (existence and resourceVersion, never a Secret's data; client-go's metadata
-// informers), one per referenced kind (and namespace, with Options.ReferenceNamespaces),
-// started at the first reference of the kind. With Options.NamespacedReferences they are one per
-// kind and namespace of the owners' Cache, stopped with the last owner there, so that a
-// manager of a shard holds the metadata of its own owners' namespaces only. An object's Content (its keys and their hash) is
+// informers), one per referenced kind (and namespace, with controller.Options.ReferenceNamespaces),
+// started at the first reference of the kind. With controller.Options.NamespacedReferences they are one per
+// kind and namespace of the owners' references, stopped with the last owner there, so that a
+// manager of a shard holds the metadata of its own owners' namespaces only. An object's content (its keys and their hash) is
 // read from the API server only when its resourceVersion moved since kdag last read it, so an
 // unchanged owner costs no uncached read.
 //
@@ -48,10 +48,10 @@ import (
 type Cache struct {
 	client     metadata.Interface
 	mapper     meta.RESTMapper
-	reader     client.Reader // uncached, for the Content
+	reader     client.Reader // uncached, for the content
 	namespaces map[string]bool
-	// perNamespace: one informer per kind and namespace of the owners' Cache, stopped with
-	// the last owner that Cache something there (Options.NamespacedReferences).
+	// perNamespace: one informer per kind and namespace of the owners' references, stopped with
+	// the last owner that references something there (controller.Options.NamespacedReferences).
 	perNamespace bool
 	started      chan struct{} // closed by Start, which sets ctx
 
@@ -70,7 +70,7 @@ type Cache struct {
 	namespacesDecided, namespacesAllowed bool
 }
 
-// informerKey identifies one informer of Cache: a kind in a namespace ("" for all).
+// informerKey identifies one informer of a Cache: a kind in a namespace ("" for all).
 type informerKey struct {
 	gvk       schema.GroupVersionKind
 	namespace string
@@ -110,7 +110,7 @@ type WatchRegistrar interface {
 var _ WatchRegistrar = crcontroller.Controller(nil)
 
 // State is what kdag knows of a referenced object's content as of resourceVersion: the
-// hash of the keys its dependents read and the keys it lacks. Never the Content itself.
+// hash of the keys its dependents read and the keys it lacks. Never the content itself.
 type State struct {
 	uid             types.UID
 	resourceVersion string
@@ -136,8 +136,8 @@ func New(mgr ctrl.Manager, namespaces []string, perNamespace bool) (*Cache, erro
 	return r, nil
 }
 
-// NewFrom returns Cache that read metadata with mc, kinds' resources with mapper
-// and Content (and whether namespaces may be listed) with reader; Start starts it.
+// NewFrom returns a Cache that reads metadata with mc, kinds' resources with mapper
+// and content (and whether namespaces may be listed) with reader; Start starts it.
 func NewFrom(mc metadata.Interface, mapper meta.RESTMapper, reader client.Reader, namespaces []string, perNamespace bool) *Cache {
 	r := &Cache{
 		client: mc, mapper: mapper, reader: reader,
@@ -248,7 +248,7 @@ func (r *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind, names
 		}
 	}
 	// WaitFor returns as soon as the informer has synced; WaitForCacheSync polls every 100 ms, a
-	// wait added to the first reconcile that Cache each kind (issue 32; docs/benchmarks.md,
+	// wait added to the first reconcile that references each kind (issue 32; docs/benchmarks.md,
 	// "The reference sample's time to Ready").
 	if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
 		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
@@ -357,7 +357,7 @@ func (r *Cache) Untrack(owner types.NamespacedName) {
 }
 
 // uncountLocked counts objs out of inNamespace and, with perNamespace, takes out of r the
-// informer factories of the namespaces no owner Cache anything in any more; the caller
+// informer factories of the namespaces no owner references anything in any more; the caller
 // stops them (stopInformers) once it has unlocked r.mu. Cluster-wide informers ("") stay.
 func (r *Cache) uncountLocked(objs []Watched) []metadatainformer.SharedInformerFactory {
 	var unused []metadatainformer.SharedInformerFactory
@@ -388,7 +388,7 @@ func stopInformers(factories []metadatainformer.SharedInformerFactory) {
 	}
 }
 
-// CachedObjects returns how many objects of gvk the informers of Cache hold, over every
+// CachedObjects returns how many objects of gvk the informers of the Cache hold, over every
 // namespace: what the reconciler's memory of referenced objects of that kind costs.
 func (r *Cache) CachedObjects(gvk schema.GroupVersionKind) int {
 	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -406,7 +406,7 @@ func (r *Cache) CachedObjects(gvk schema.GroupVersionKind) int {
 	return n
 }
 
-// dropOwnerLocked records that owner no longer Cache id; what kdag knows of id's Content
+// dropOwnerLocked records that owner no longer references id; what kdag knows of id's content
 // is forgotten with its last owner.
 func (r *Cache) dropOwnerLocked(id graph.NodeID, owner types.NamespacedName) {
 	delete(r.owners[id], owner)
@@ -455,7 +455,7 @@ func (r *Cache) Cached(ctx context.Context, gvk schema.GroupVersionKind, namespa
 	return m, errors.Wrap(err, "read the informer's object")
 }
 
-// Content returns what kdag knows of the Content of the referenced object m: remembered while
+// Content returns what kdag knows of the content of the referenced object m: remembered while
 // its UID and resourceVersion stay the same, read from the API server otherwise.
 func (r *Cache) Content(ctx context.Context, ref Ref, m metav1.Object) (State, error) {
 	r.mu.Lock()
