@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/reconciler"
 	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 	"github.com/kdag-dev/kdag/pkg/rbac"
 )
@@ -31,7 +32,7 @@ import (
 // manager's cache up for them, and Plan renders an owner's graph without a cluster.
 type Component struct {
 	name string
-	m    manager
+	m    reconciler.Manager
 	opts []Options
 }
 
@@ -48,12 +49,23 @@ func For[T client.Object](name string, rm ResourceManager[T], opts ...Options) C
 
 // registerFor registers the reconciler named name for rm with mgr (register, with the owner type
 // inferred); Setup is the public way, which checks RBAC first.
-func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Options) (*reconciler, error) {
+func registerFor[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Options) (*reconciler.Reconciler, error) {
 	m, err := adapt(rm)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
 	}
 	return register(mgr, name, m, opts...)
+}
+
+// register creates the reconciler named name for m with opts merged and registers it with mgr
+// (reconciler.Register). It returns an error when name is empty, when m's owner type cannot be
+// used (For's), when m declares no owned type, or when a type is not in the manager's scheme:
+// setup mistakes that should stop the process at start.
+func register(mgr ctrl.Manager, name string, m reconciler.Manager, opts ...Options) (*reconciler.Reconciler, error) {
+	if b, ok := m.(brokenManager); ok && name != "" {
+		return nil, errors.Wrapf(b.err, "controller %s", name)
+	}
+	return reconciler.Register(mgr, name, m, mergeOptions(opts...).config())
 }
 
 // With returns a copy of c with opts after c's own options: a setting of opts wins over c's. An
@@ -67,29 +79,29 @@ func (c Component) With(opts ...Options) Component {
 func (c Component) Name() string { return c.name }
 
 // NewOwner returns a new, empty owner of the component's type (a *v1alpha1.Valkey).
-func (c Component) NewOwner() client.Object { return c.m.newOwner() }
+func (c Component) NewOwner() client.Object { return c.m.NewOwner() }
 
 // OwnedTypes returns the types the component's ResourceManager declares (OwnedTypes): the
 // kinds whose objects carry its owners' labels, which the live plan lists to find what a
 // reconcile would prune.
-func (c Component) OwnedTypes() []client.Object { return c.m.ownedTypes() }
+func (c Component) OwnedTypes() []client.Object { return c.m.OwnedTypes() }
 
 // FieldManager returns the server-side apply field manager of the component's Controller:
 // "kdag-" and its name, or what an Options.FieldManager among the component's own options (For's)
 // sets. An Options.FieldManager given to Setup for every component is not seen here.
 func (c Component) FieldManager() string {
-	o := mergeOptions(c.opts...)
-	o.defaults(c.name)
+	o := mergeOptions(c.opts...).config()
+	o.Defaults(c.name)
 	return o.FieldManager
 }
 
 // Plan builds owner's graph, as NewPlan does, for an owner of the component's type; it returns an
 // error when owner is of another type.
 func (c Component) Plan(ctx context.Context, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*graphplan.Plan, error) {
-	if want := c.m.newOwner(); fmt.Sprintf("%T", want) != fmt.Sprintf("%T", owner) {
+	if want := c.m.NewOwner(); fmt.Sprintf("%T", want) != fmt.Sprintf("%T", owner) {
 		return nil, errors.Errorf("component %s reconciles %T, not %T", c.name, want, owner)
 	}
-	return newPlan(ctx, c.m, owner, scheme, mapper)
+	return reconciler.Plan(ctx, c.m, owner, scheme, mapper)
 }
 
 // Setup registers a reconciler per component with mgr, with opts before each component's own,
@@ -124,7 +136,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 	}
 	// Controllers last: their informers would outlive a refused Setup. They share what this
 	// process deleted: a parent's prune of a child owner reaches the child's reconciler first.
-	shared := Options{deletions: newDeletions()}
+	shared := Options{deletions: reconciler.NewDeletions()}
 	for _, comp := range components {
 		if _, err := register(mgr, comp.name, comp.m, append(append([]Options{shared}, opts...), comp.opts...)...); err != nil {
 			return err
@@ -151,19 +163,19 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 	}
 	owners := map[schema.GroupKind]bool{}
 	for _, comp := range components {
-		if gvk, err := gvkOf(comp.m.newOwner(), scheme); err == nil {
+		if gvk, err := reconciler.GVKOf(comp.m.NewOwner(), scheme); err == nil {
 			owners[gvk.GroupKind()] = true
 		}
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	added := map[schema.GroupKind]bool{}
 	for _, comp := range components {
-		if gvk, err := gvkOf(comp.m.newOwner(), scheme); err == nil && !added[gvk.GroupKind()] {
+		if gvk, err := reconciler.GVKOf(comp.m.NewOwner(), scheme); err == nil && !added[gvk.GroupKind()] {
 			added[gvk.GroupKind()] = true
-			byObject[comp.m.newOwner()] = cache.ByObject{Label: labels.Everything()}
+			byObject[comp.m.NewOwner()] = cache.ByObject{Label: labels.Everything()}
 		}
-		for _, obj := range comp.m.ownedTypes() {
-			gvk, err := gvkOf(obj, scheme)
+		for _, obj := range comp.m.OwnedTypes() {
+			gvk, err := reconciler.GVKOf(obj, scheme)
 			if err != nil || added[gvk.GroupKind()] {
 				continue
 			}
@@ -236,7 +248,7 @@ func (c Component) Rules(scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbac
 
 // rulesNeeded returns the rules a reconciler of m needs (Component.Rules), and the error of the
 // first type the scheme or mapper does not know, which it leaves out.
-func rulesNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbacv1.PolicyRule, error) {
+func rulesNeeded(m reconciler.Manager, scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbacv1.PolicyRule, error) {
 	var firstErr error
 	resourceOf := func(obj client.Object) (schema.GroupResource, bool) {
 		if obj == nil {
@@ -255,10 +267,10 @@ func rulesNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) ([]r
 		return mapping.Resource.GroupResource(), true
 	}
 	rules := rbac.Kdag()
-	if gr, ok := resourceOf(m.newOwner()); ok {
+	if gr, ok := resourceOf(m.NewOwner()); ok {
 		rules = append(rules, rbac.Owner(gr)...)
 	}
-	for _, obj := range m.ownedTypes() {
+	for _, obj := range m.OwnedTypes() {
 		if gr, ok := resourceOf(obj); ok {
 			rules = append(rules, rbac.Owned(gr)...)
 		}
@@ -282,7 +294,7 @@ func cmpErr(first, err error) error {
 // accessNeeded returns the API accesses a reconciler of m needs (rulesNeeded, one verb each). A
 // type the scheme or mapper does not know is left out: registering the reconciler reports it
 // more clearly.
-func accessNeeded(m manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
+func accessNeeded(m reconciler.Manager, scheme *runtime.Scheme, mapper meta.RESTMapper) []access {
 	rules, _ := rulesNeeded(m, scheme, mapper)
 	var out []access
 	for _, r := range rules {
@@ -355,19 +367,19 @@ func missingMessage(missing map[string][]rbacv1.PolicyRule) string {
 	return strings.Join(lines, "; ")
 }
 
-// brokenManager is the manager of a ResourceManager whose owner type cannot be used: every
-// registration fails with err.
+// brokenManager is the reconciler.Manager of a ResourceManager whose owner type cannot be used:
+// every registration fails with err.
 type brokenManager struct{ err error }
 
-func (b brokenManager) newOwner() client.Object     { return nil }
-func (b brokenManager) ownedTypes() []client.Object { return nil }
-func (b brokenManager) addResources(context.Context, client.Object, *Graph) error {
+func (b brokenManager) NewOwner() client.Object     { return nil }
+func (b brokenManager) OwnedTypes() []client.Object { return nil }
+func (b brokenManager) AddResources(context.Context, client.Object, *reconciler.Builder) error {
 	return b.err
 }
-func (b brokenManager) validate(context.Context, client.Object) (bool, error) { return false, b.err }
-func (b brokenManager) cleanup(context.Context, client.Object) (bool, error)  { return false, b.err }
-func (b brokenManager) isReporter() bool                                      { return false }
-func (b brokenManager) reportStatus(context.Context, client.Object, Report) (bool, error) {
+func (b brokenManager) Validate(context.Context, client.Object) (bool, error) { return false, b.err }
+func (b brokenManager) Cleanup(context.Context, client.Object) (bool, error)  { return false, b.err }
+func (b brokenManager) IsReporter() bool                                      { return false }
+func (b brokenManager) ReportStatus(context.Context, client.Object, reconciler.Report) (bool, error) {
 	return false, b.err
 }
-func (b brokenManager) isCleaner() bool { return false }
+func (b brokenManager) IsCleaner() bool { return false }

@@ -26,7 +26,7 @@ import (
 func convergeRM(width, depth int) funcRM {
 	return funcRM{add: func(w *testapi.Widget, b *controller.Graph) error {
 		var prev []controller.Node
-		for _, layer := range controller.ConvergeLayers(w, width, depth) {
+		for _, layer := range testapi.ConvergeLayers(w, width, depth) {
 			cur := make([]controller.Node, len(layer))
 			for i, obj := range layer {
 				cur[i] = b.Add(obj, controller.DependsOn(prev...))
@@ -47,7 +47,7 @@ func convergeBaseline(ctx context.Context, f *fixture, name string, width, depth
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, w); err != nil {
 		return err
 	}
-	for _, layer := range controller.ConvergeLayers(w, width, depth) {
+	for _, layer := range testapi.ConvergeLayers(w, width, depth) {
 		for _, desired := range layer {
 			var obj client.Object
 			switch desired.(type) {
@@ -96,7 +96,7 @@ func convergeRawSSA(ctx context.Context, f *fixture, name string, width, depth i
 		"apiVersion": testapi.GroupVersion.String(), "kind": "Widget", "name": w.Name, "uid": string(w.UID),
 		"controller": true, "blockOwnerDeletion": true,
 	}}
-	for _, layer := range controller.ConvergeLayers(w, width, depth) {
+	for _, layer := range testapi.ConvergeLayers(w, width, depth) {
 		errs := make(chan error, len(layer))
 		for _, obj := range layer {
 			go func() {
@@ -144,7 +144,7 @@ func (s *rttSampler) sample(count int) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"namespace": s.f.ns, "name": "rtt-" + strconv.Itoa(s.n)},
-			"data":     map[string]any{"layer": "0", "column": "0", "payload": controller.ConvergePayload},
+			"data":     map[string]any{"layer": "0", "column": "0", "payload": testapi.ConvergePayload},
 		}}
 		s.n++
 		start := time.Now()

@@ -45,6 +45,9 @@
 //
 //	controller.For("hello", ResourceManager{})
 //
+// This package is the authoring surface only. The loop itself (the reconcile, the status, prune,
+// teardown and revisions) is the internal package reconciler, which these types wrap.
+//
 // pkg/controllertest is the test kit for components: golden plans, a manager on a real API
 // server, table-driven cases.
 //

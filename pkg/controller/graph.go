@@ -1,45 +1,41 @@
 package controller
 
 import (
-	"context"
-	"fmt"
-	"reflect"
-	"slices"
-	"time"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/reconciler"
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
-
-	"github.com/pkg/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Node is the handle Graph.Add returns, to name the node as a blocker of others.
-type Node struct {
-	id    graph.NodeID
-	index int // position in the builder; -1 for a node whose Add failed
-}
+type Node struct{ n reconciler.Node }
 
 // ID returns the node's identifier.
-func (n Node) ID() graph.NodeID { return n.id }
+func (n Node) ID() graph.NodeID { return n.n.ID() }
 
 // NodeOption configures a node in Graph.Add or Graph.Reference: DependsOn, After,
 // CreateOnly, Adopt, Keep, Finished, ProtectsData, RequireKeys, ReadyWhen,
 // NoInferredDependencies, OnDrift, IgnoreFields, BeforeDelete.
 type NodeOption interface {
-	applyToNode(*nodeSpec)
+	option() reconciler.Option
 }
 
-// nodeOptionFunc is a NodeOption that is a function.
-type nodeOptionFunc func(*nodeSpec)
+// nodeOption is a NodeOption of the reconciler's.
+type nodeOption reconciler.Option
 
-func (f nodeOptionFunc) applyToNode(s *nodeSpec) { f(s) }
+func (o nodeOption) option() reconciler.Option { return reconciler.Option(o) }
+
+// nodes returns the reconciler's handles of ns.
+func nodes(ns []Node) []reconciler.Node {
+	out := make([]reconciler.Node, len(ns))
+	for i, n := range ns {
+		out[i] = n.n
+	}
+	return out
+}
 
 // DependsOn makes the node wait until every given node is applied and ready, their content
 // feeding its dependencies hash. The given nodes must come from earlier Add calls of the same
@@ -47,7 +43,7 @@ func (f nodeOptionFunc) applyToNode(s *nodeSpec) { f(s) }
 // mounting a ConfigMap of the graph) needs none: the Graph infers it (see
 // NoInferredDependencies); a declared DependsOn or After for the same node wins.
 func DependsOn(blockers ...Node) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.blockers = append(s.blockers, blockers...) })
+	return nodeOption(reconciler.DependsOn(nodes(blockers)...))
 }
 
 // After makes the node wait until every given node is applied and ready, like DependsOn, but
@@ -55,18 +51,13 @@ func DependsOn(blockers ...Node) NodeOption {
 // changes (or their absence, for a Finished blocker) never roll the node's pods. For a blocker
 // whose content the node does not consume: a migration Job the server waits for. A blocker given
 // to both DependsOn and After counts as DependsOn.
-func After(blockers ...Node) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) {
-		s.blockers = append(s.blockers, blockers...)
-		s.after = append(s.after, blockers...)
-	})
-}
+func After(blockers ...Node) NodeOption { return nodeOption(reconciler.After(nodes(blockers)...)) }
 
 // Finished says the node's work is done, as the owner records it (a migration Job whose success
 // the owner's status holds): kdag never creates its object again. While the object exists it is
 // handled as usual (kept, not pruned, its readiness checked); once it is gone (a TTL, a clean-up)
 // the node is Ready without a write and without content. Give its dependents After edges to it.
-func Finished() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.finished = true }) }
+func Finished() NodeOption { return nodeOption(reconciler.Finished()) }
 
 // ProtectsData says that the node's object opens data held by data (a generated database
 // password, for the database on a volume claim). Use it with CreateOnly. kdag creates the object
@@ -76,17 +67,15 @@ func Finished() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.finishe
 // data's kind, namespace (default: the owner's) and name count; kdag reads its metadata from a
 // watch of that kind (RBAC list and watch), never its content. Order the node before whatever
 // creates data (data's node After this one), so that a first deploy creates the key first.
-func ProtectsData(data client.Object) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.protects = data })
-}
+func ProtectsData(data client.Object) NodeOption { return nodeOption(reconciler.ProtectsData(data)) }
 
 // CreateOnly creates the object once and never writes it again (generated passwords and keys).
 // Its live content still feeds its dependents' checksums.
-func CreateOnly() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.createOnly = true }) }
+func CreateOnly() NodeOption { return nodeOption(reconciler.CreateOnly()) }
 
 // Adopt lets the node take over an existing object that kdag did not create. Without it such an
 // object is never written and the node fails with an adoption conflict.
-func Adopt() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.adopt = true }) }
+func Adopt() NodeOption { return nodeOption(reconciler.Adopt()) }
 
 // RequireKeys names the keys that the dependents of a Graph.Reference to a Secret or a
 // ConfigMap read. Until the object holds every one of them (in data, binaryData or stringData)
@@ -94,9 +83,7 @@ func Adopt() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.adopt = tr
 // keys feed the dependents' dependencies hash, so a change of another key rolls no pod. Without
 // it every key counts and none is required. It applies to Reference nodes of those kinds only:
 // elsewhere it is a build error.
-func RequireKeys(keys ...string) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.requireKeys = append(s.requireKeys, keys...) })
-}
+func RequireKeys(keys ...string) NodeOption { return nodeOption(reconciler.RequireKeys(keys...)) }
 
 // Keep is the node's deletion policy "keep" (Helm's helm.sh/resource-policy: keep, Flux's
 // prune disabled): when the node leaves the graph or the owner is deleted, kdag orphans the
@@ -111,7 +98,7 @@ func RequireKeys(keys ...string) NodeOption {
 // on the next reconcile kdag drops the object's owner reference (after putting the owner's
 // finalizer in place), and orphans the object instead of deleting it on prune and teardown,
 // with a Normal event Orphaned naming the object and the annotation.
-func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true }) }
+func Keep() NodeOption { return nodeOption(reconciler.Keep()) }
 
 // Recreate lets kdag delete and re-create the node's object when the API server refuses an update
 // because it changes an immutable field (a StatefulSet's volumeClaimTemplates, a Job's template,
@@ -123,7 +110,7 @@ func Keep() NodeOption { return nodeOptionFunc(func(s *nodeSpec) { s.keep = true
 // owner is Stalled with a message naming the fields and this option. A CreateOnly node is never
 // updated, so Recreate does not apply to it (a build error).
 func Recreate(propagation metav1.DeletionPropagation) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.recreate = &propagation })
+	return nodeOption(reconciler.Recreate(propagation))
 }
 
 // The drift policies of OnDrift.
@@ -148,9 +135,7 @@ const (
 //
 // The owner's annotation kdag.dev/drift ("repair" or "report"), when set, wins over OnDrift on
 // every node of that owner.
-func OnDrift(p apply.DriftPolicy) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.drift = p })
-}
+func OnDrift(p apply.DriftPolicy) NodeOption { return nodeOption(reconciler.OnDrift(p)) }
 
 // IgnoreFields names fields of the node's object that kdag sets when it creates the object and
 // then leaves to others: a Deployment's "spec.replicas" once an autoscaler owns it.
@@ -160,69 +145,21 @@ func OnDrift(p apply.DriftPolicy) NodeOption {
 // another writer's change of them is neither reverted nor reported. Paths are written as kdag
 // names drifted fields, with or without the leading dot: "spec.replicas",
 // `metadata.annotations["example.com/x"]`; a list element cannot be named (a build error).
-func IgnoreFields(paths ...string) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.ignorePaths = append(s.ignorePaths, paths...) })
-}
+func IgnoreFields(paths ...string) NodeOption { return nodeOption(reconciler.IgnoreFields(paths...)) }
 
 // ReadyWhen replaces the kstatus readiness rule for the node.
-func ReadyWhen(fn resources.ReadyFunc) NodeOption {
-	return nodeOptionFunc(func(s *nodeSpec) { s.readyWhen = fn })
-}
-
-// nodeSpec is one node as AddResources declared it.
-type nodeSpec struct {
-	id         graph.NodeID
-	gvk        schema.GroupVersionKind
-	obj        client.Object
-	blockers   []Node
-	after      []Node // the blockers given with After: order only, no content
-	finished   bool   // Finished: never created again
-	protects   client.Object
-	createOnly bool
-	adopt      bool
-	keep       bool // Keep: orphaned, never deleted
-	reference  bool // Graph.Reference: never written, ready once it exists
-	noInfer    bool // NoInferredDependencies: no edge inferred from its references
-	// inferred: how many of the last blockers were inferred from references, not declared.
-	inferred int
-	// requireKeys: the keys of a referenced Secret or ConfigMap its dependents read (RequireKeys),
-	// sorted and without duplicates.
-	requireKeys []string
-	readyWhen   resources.ReadyFunc
-	// recreate: the deletion propagation of Recreate, nil without it.
-	recreate *metav1.DeletionPropagation
-	// drift: OnDrift, "" for the default (repair); the owner's kdag.dev/drift wins.
-	drift apply.DriftPolicy
-	// ignorePaths: IgnoreFields as given; ignore: parsed by the Graph.
-	ignorePaths []string
-	ignore      []apply.FieldPath
-	// beforeDelete: the timeout of BeforeDelete, nil without it (hook.go).
-	beforeDelete *time.Duration
-}
+func ReadyWhen(fn resources.ReadyFunc) NodeOption { return nodeOption(reconciler.ReadyWhen(fn)) }
 
 // Graph records the nodes of one owner's graph during AddResources. It is not safe for
 // concurrent use. Mistakes (an object without a name, a type not in the scheme, the same object
 // twice, an unknown blocker) do not panic: Add returns an invalid Node and the reconcile fails
 // with every mistake listed, marking the owner Stalled.
-type Graph struct {
-	owner  client.Object
-	scheme *runtime.Scheme
-	mapper meta.RESTMapper
-	owned  map[schema.GroupKind]bool
-
-	nodes []*nodeSpec
-	index map[graph.NodeID]int
-	errs  []error
-}
-
-func newBuilder(owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper, owned map[schema.GroupKind]bool) *Graph {
-	return &Graph{owner: owner, scheme: scheme, mapper: mapper, owned: owned, index: map[graph.NodeID]int{}}
-}
+type Graph struct{ b *reconciler.Builder }
 
 // Add adds obj as a node. obj is the desired state; the Graph keeps it and the reconciler
 // applies a mutated copy. An empty namespace of a namespaced object becomes the owner's.
-func (b *Graph) Add(obj client.Object, opts ...NodeOption) Node {
-	return b.add("Add", obj, false, opts)
+func (g *Graph) Add(obj client.Object, opts ...NodeOption) Node {
+	return Node{g.b.Add(obj, options(opts)...)}
 }
 
 // Reference adds a node for an object the owner needs but kdag does not manage, such as a
@@ -242,194 +179,21 @@ func (b *Graph) Add(obj client.Object, opts ...NodeOption) Node {
 // kdag last read it, and only its hash is kept.
 //
 // Referencing the same object again returns the same node, requiring the keys of both calls.
-func (b *Graph) Reference(obj client.Object, opts ...NodeOption) Node {
-	return b.add("Reference", obj, true, opts)
+func (g *Graph) Reference(obj client.Object, opts ...NodeOption) Node {
+	return Node{g.b.Reference(obj, options(opts)...)}
 }
 
-func (b *Graph) add(verb string, obj client.Object, reference bool, opts []NodeOption) Node {
-	if obj == nil || isNilPointer(obj) {
-		return b.fail(errors.Errorf("%s: nil object", verb))
-	}
-	gvk, err := apiutil.GVKForObject(obj, b.scheme)
-	if err != nil {
-		return b.fail(errors.Wrapf(err, "%s %T %s: type not in the scheme", verb, obj, obj.GetName()))
-	}
-	if obj.GetName() == "" {
-		return b.fail(errors.Errorf("%s %s: object has no name", verb, gvk.Kind))
-	}
-	if !reference && b.owned != nil && !b.owned[gvk.GroupKind()] {
-		return b.fail(errors.Errorf("Add %s %s: %s is not an owned type of this controller; declare it in OwnedTypes or WithOwnedTypes",
-			gvk.Kind, obj.GetName(), gvk.GroupKind()))
-	}
-	if err := b.defaultNamespace(obj, gvk); err != nil {
-		return b.fail(err)
-	}
-	s := &nodeSpec{
-		id:        graph.NodeID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
-		gvk:       gvk,
-		obj:       obj,
-		reference: reference,
-	}
-	for _, opt := range opts {
-		opt.applyToNode(s)
-	}
-	if err := checkOptions(verb, s); err != nil {
-		return b.fail(err)
-	}
-	slices.Sort(s.requireKeys)
-	s.requireKeys = slices.Compact(s.requireKeys)
-	if i, dup := b.index[s.id]; dup {
-		if prev := b.nodes[i]; reference && prev.reference {
-			prev.requireKeys = slices.Compact(slices.Sorted(slices.Values(append(prev.requireKeys, s.requireKeys...))))
-			return Node{id: prev.id, index: i}
-		}
-		return b.fail(errors.Errorf("%s %s: added twice", verb, s.id))
-	}
-	for _, blocker := range s.blockers {
-		if blocker.index < 0 || blocker.index >= len(b.nodes) || b.nodes[blocker.index].id != blocker.id {
-			return b.fail(errors.Errorf("%s %s: blocker %q is unknown (its Add failed, or it comes from another Graph)", verb, s.id, blocker.id))
-		}
-		if err := checkHookBlocker(verb, s, b.nodes[blocker.index]); err != nil {
-			return b.fail(err)
+// options returns the reconciler's options of opts; a nil NodeOption is left out.
+func options(opts []NodeOption) []reconciler.Option {
+	out := make([]reconciler.Option, 0, len(opts))
+	for _, o := range opts {
+		if o != nil {
+			out = append(out, o.option())
 		}
 	}
-	b.index[s.id] = len(b.nodes)
-	b.nodes = append(b.nodes, s)
-	return Node{id: s.id, index: len(b.nodes) - 1}
-}
-
-// orderOnly reports whether blocker b is an After edge of s and not a DependsOn one too.
-func (s *nodeSpec) orderOnly(b Node) bool {
-	if !slices.Contains(s.after, b) {
-		return false
-	}
-	n := 0
-	for _, x := range s.blockers {
-		if x == b {
-			n++
-		}
-	}
-	return n == 1
-}
-
-// checkOptions returns an error when an option does not apply to the node: a Reference takes
-// RequireKeys only, and only for a Secret or a ConfigMap; RequireKeys applies to nothing else.
-func checkOptions(verb string, s *nodeSpec) error {
-	if !s.reference {
-		if s.drift != "" {
-			if err := s.drift.Validate(); err != nil {
-				return errors.Wrapf(err, "%s %s: OnDrift", verb, s.id)
-			}
-		}
-		for _, p := range s.ignorePaths {
-			fp, err := apply.ParseFieldPath(p)
-			if err != nil {
-				return errors.Wrapf(err, "%s %s: IgnoreFields", verb, s.id)
-			}
-			s.ignore = append(s.ignore, fp)
-		}
-		if len(s.requireKeys) > 0 {
-			return errors.Errorf("%s %s: RequireKeys applies to a Reference only", verb, s.id)
-		}
-		if s.recreate != nil && s.createOnly {
-			return errors.Errorf("%s %s: Recreate does not apply to a CreateOnly node (it is never updated)", verb, s.id)
-		}
-		if s.recreate != nil && !validPropagation(*s.recreate) {
-			return errors.Errorf("%s %s: Recreate(%q): the propagation is Orphan, Background or Foreground", verb, s.id, *s.recreate)
-		}
-		if s.protects != nil && !s.createOnly {
-			return errors.Errorf("%s %s: ProtectsData applies to a CreateOnly node only", verb, s.id)
-		}
-		if s.protects != nil && (isNilPointer(s.protects) || s.protects.GetName() == "") {
-			return errors.Errorf("%s %s: ProtectsData needs an object with a name", verb, s.id)
-		}
-		return checkBeforeDelete(verb, s)
-	}
-	if len(s.blockers) > 0 || s.createOnly || s.adopt || s.keep || s.finished || s.protects != nil || s.readyWhen != nil || s.noInfer ||
-		s.drift != "" || len(s.ignorePaths) > 0 || s.recreate != nil || s.beforeDelete != nil {
-		return errors.Errorf("%s %s: a Reference takes no option but RequireKeys (kdag never writes the object)", verb, s.id)
-	}
-	if len(s.requireKeys) > 0 && !resources.HasDataKeys(s.gvk) {
-		return errors.Errorf("%s %s: RequireKeys applies to a Secret or a ConfigMap only", verb, s.id)
-	}
-	return nil
-}
-
-// validPropagation reports whether p is one of the API's deletion propagation policies.
-func validPropagation(p metav1.DeletionPropagation) bool {
-	return p == metav1.DeletePropagationOrphan || p == metav1.DeletePropagationBackground || p == metav1.DeletePropagationForeground
-}
-
-// defaultNamespace gives a namespaced object without a namespace the owner's.
-func (b *Graph) defaultNamespace(obj client.Object, gvk schema.GroupVersionKind) error {
-	if obj.GetNamespace() != "" {
-		return nil
-	}
-	if b.mapper == nil { // a Plan without a cluster: assume namespaced, the common case
-		obj.SetNamespace(b.owner.GetNamespace())
-		return nil
-	}
-	mapping, err := b.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return errors.Wrapf(err, "Add %s %s: find whether it is namespaced", gvk.Kind, obj.GetName())
-	}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		obj.SetNamespace(b.owner.GetNamespace())
-	}
-	return nil
-}
-
-// buildGraph builds owner's graph: it calls m's AddResources with a new Graph and returns the
-// Graph, the error AddResources returned (wrapped: a reconcile.TerminalError stays one), or a
-// *GraphError listing the mistakes AddResources made through the Graph. It is the one place a
-// graph is built, for reconcile, teardown and plan, so each infers the same edges from the
-// nodes' references (inferDependencies). owned nil leaves out the owned-type check.
-func buildGraph(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper,
-	owned map[schema.GroupKind]bool) (*Graph, error) {
-	b := newBuilder(owner, scheme, mapper, owned)
-	if err := m.addResources(ctx, owner, b); err != nil {
-		return nil, errors.Wrap(err, "AddResources")
-	}
-	if err := b.err(); err != nil {
-		return nil, err
-	}
-	b.inferDependencies()
-	return b, nil
-}
-
-// isNilPointer reports whether obj is a typed nil pointer (a nil *corev1.ConfigMap in a
-// client.Object), which obj == nil does not catch and whose methods would panic.
-func isNilPointer(obj client.Object) bool {
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-func (b *Graph) fail(err error) Node {
-	b.errs = append(b.errs, err)
-	return Node{index: -1}
-}
-
-// err returns every mistake made during AddResources, or nil.
-func (b *Graph) err() error {
-	if len(b.errs) == 0 {
-		return nil
-	}
-	return &GraphError{Errs: b.errs}
+	return out
 }
 
 // GraphError lists the mistakes AddResources made through the Graph. It is terminal: the
 // owner is Stalled until it (or the operator) changes.
-type GraphError struct {
-	Errs []error
-}
-
-func (e *GraphError) Error() string {
-	msg := fmt.Sprintf("graph has %d error(s):", len(e.Errs))
-	for _, err := range e.Errs {
-		msg += " " + err.Error() + ";"
-	}
-	return msg
-}
-
-// Unwrap returns the individual mistakes.
-func (e *GraphError) Unwrap() []error { return e.Errs }
+type GraphError = reconciler.GraphError

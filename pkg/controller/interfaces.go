@@ -5,19 +5,16 @@ import (
 	"reflect"
 
 	"github.com/pkg/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/reconciler"
 )
 
 // ResourceManager is what an operator author writes for one owner type T, a pointer to the Go
 // type of the reconciled custom resource (*v1alpha1.Valkey): the types of the objects an owner
 // has, and the objects themselves with their dependencies. The reconciler calls it on every
-// reconcile; New infers T from it.
+// reconcile; For infers T from it.
 type ResourceManager[T client.Object] interface {
 	// OwnedTypes returns one empty object per type AddResources may add, for example
 	// &appsv1.Deployment{}. The reconciler watches them (owner references, or kdag's labels,
@@ -76,100 +73,28 @@ type Report struct {
 	// Ready is true when every node is applied and ready.
 	Ready bool
 
-	nodes     []nodeReport
-	scheme    *runtime.Scheme
-	namespace string // the owner's
-}
-
-// nodeReport is one node of a Report.
-type nodeReport struct {
-	id    graph.NodeID
-	state kdagv1alpha1.NodeState
-	// object is the node's object as applied or read from the cache; nil when the node did not
-	// get to it (blocked, canceled, failed first, a Finished node whose object is gone). Read it
-	// only: a typed object is the one the cache read gave the reconcile.
-	object client.Object
-}
-
-// find returns the node of obj's kind, namespace (the owner's when empty) and name, or nil.
-func (r Report) find(obj client.Object) (*nodeReport, error) {
-	gvk, err := apiutil.GVKForObject(obj, r.scheme)
-	if err != nil {
-		return nil, errors.Wrapf(err, "report: %T is not in the scheme", obj)
-	}
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = r.namespace
-	}
-	for i := range r.nodes {
-		id := r.nodes[i].id
-		if id.Group == gvk.Group && id.Kind == gvk.Kind && id.Name == obj.GetName() && (id.Namespace == ns || id.Namespace == "") {
-			return &r.nodes[i], nil
-		}
-	}
-	return nil, nil
+	r reconciler.Report
 }
 
 // State returns the state of the node whose object has obj's type, namespace (the owner's when
 // empty) and name, or "" when the graph has no such node.
-func (r Report) State(obj client.Object) kdagv1alpha1.NodeState {
-	n, err := r.find(obj)
-	if err != nil || n == nil {
-		return ""
-	}
-	return n.state
-}
+func (r Report) State(obj client.Object) kdagv1alpha1.NodeState { return r.r.State(obj) }
 
 // Get fills obj, whose type, namespace (the owner's when empty) and name select a node, with the
 // node's object as applied or read in this reconcile (typed: report.Get(&svc)). It returns false,
 // and leaves obj alone, when the graph has no such node or the node did not get to its object
 // (blocked, failed first, a Finished node whose object is gone); an error when obj's type is not
 // in the scheme or the object does not convert to it.
-func (r Report) Get(obj client.Object) (bool, error) {
-	n, err := r.find(obj)
-	if err != nil || n == nil || n.object == nil {
-		return false, err
-	}
-	if src := reflect.ValueOf(n.object); src.Type() == reflect.TypeOf(obj) {
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(n.object.DeepCopyObject()).Elem())
-		return true, nil
-	}
-	content, ok := n.object.(runtime.Unstructured)
-	var u map[string]any
-	if ok {
-		u = content.UnstructuredContent()
-	} else if u, err = runtime.DefaultUnstructuredConverter.ToUnstructured(n.object); err != nil {
-		return false, errors.Wrapf(err, "report: convert %s", n.id)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
-		return false, errors.Wrapf(err, "report: convert %s to %T", n.id, obj)
-	}
-	return true, nil
-}
+func (r Report) Get(obj client.Object) (bool, error) { return r.r.Get(obj) }
 
-// manager is a ResourceManager with its owner type erased, for the reconciler's code that does not
-// depend on it. adapt makes one.
-type manager interface {
-	newOwner() client.Object
-	ownedTypes() []client.Object
-	addResources(ctx context.Context, owner client.Object, b *Graph) error
-	// validate, cleanup and reportStatus report false when the ResourceManager does not
-	// implement the interface.
-	validate(ctx context.Context, owner client.Object) (bool, error)
-	cleanup(ctx context.Context, owner client.Object) (bool, error)
-	reportStatus(ctx context.Context, owner client.Object, report Report) (bool, error)
-	isCleaner() bool
-	isReporter() bool
-}
-
-// typed is the manager of a ResourceManager[T].
+// typed is the reconciler.Manager of a ResourceManager[T].
 type typed[T client.Object] struct {
 	rm  ResourceManager[T]
 	typ reflect.Type // T's element type
 }
 
 // adapt erases rm's owner type. It returns an error when T is not a pointer to a struct.
-func adapt[T client.Object](rm ResourceManager[T]) (manager, error) {
+func adapt[T client.Object](rm ResourceManager[T]) (reconciler.Manager, error) {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, errors.Errorf("owner type %s is not a pointer to a struct", t)
@@ -177,15 +102,15 @@ func adapt[T client.Object](rm ResourceManager[T]) (manager, error) {
 	return typed[T]{rm: rm, typ: t.Elem()}, nil
 }
 
-func (m typed[T]) newOwner() client.Object { return reflect.New(m.typ).Interface().(T) }
+func (m typed[T]) NewOwner() client.Object { return reflect.New(m.typ).Interface().(T) }
 
-func (m typed[T]) ownedTypes() []client.Object { return m.rm.OwnedTypes() }
+func (m typed[T]) OwnedTypes() []client.Object { return m.rm.OwnedTypes() }
 
-func (m typed[T]) addResources(ctx context.Context, owner client.Object, b *Graph) error {
-	return m.rm.AddResources(ctx, owner.(T), b)
+func (m typed[T]) AddResources(ctx context.Context, owner client.Object, b *reconciler.Builder) error {
+	return m.rm.AddResources(ctx, owner.(T), &Graph{b: b})
 }
 
-func (m typed[T]) validate(ctx context.Context, owner client.Object) (bool, error) {
+func (m typed[T]) Validate(ctx context.Context, owner client.Object) (bool, error) {
 	v, ok := m.rm.(Validator[T])
 	if !ok {
 		return false, nil
@@ -193,7 +118,7 @@ func (m typed[T]) validate(ctx context.Context, owner client.Object) (bool, erro
 	return true, v.Validate(ctx, owner.(T))
 }
 
-func (m typed[T]) cleanup(ctx context.Context, owner client.Object) (bool, error) {
+func (m typed[T]) Cleanup(ctx context.Context, owner client.Object) (bool, error) {
 	c, ok := m.rm.(Cleaner[T])
 	if !ok {
 		return false, nil
@@ -201,26 +126,20 @@ func (m typed[T]) cleanup(ctx context.Context, owner client.Object) (bool, error
 	return true, c.Cleanup(ctx, owner.(T))
 }
 
-func (m typed[T]) isCleaner() bool {
+func (m typed[T]) IsCleaner() bool {
 	_, ok := m.rm.(Cleaner[T])
 	return ok
 }
 
-func (m typed[T]) isReporter() bool {
+func (m typed[T]) IsReporter() bool {
 	_, ok := m.rm.(StatusReporter[T])
 	return ok
 }
 
-func (m typed[T]) reportStatus(ctx context.Context, owner client.Object, report Report) (bool, error) {
+func (m typed[T]) ReportStatus(ctx context.Context, owner client.Object, report reconciler.Report) (bool, error) {
 	sr, ok := m.rm.(StatusReporter[T])
 	if !ok {
 		return false, nil
 	}
-	return true, sr.ReportStatus(ctx, owner.(T), report)
-}
-
-// gvkOf returns obj's GroupVersionKind from scheme, naming what failed.
-func gvkOf(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
-	gvk, err := apiutil.GVKForObject(obj, scheme)
-	return gvk, errors.Wrapf(err, "%T is not in the scheme", obj)
+	return true, sr.ReportStatus(ctx, owner.(T), Report{Ready: report.Ready, r: report})
 }

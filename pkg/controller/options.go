@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kdag-dev/kdag/pkg/controller/internal/reconciler"
 	"github.com/kdag-dev/kdag/pkg/metrics"
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
@@ -19,7 +20,7 @@ type Options struct {
 	// the controller's name.
 	FieldManager string
 	// MaxParallelNodes bounds how many nodes of one graph are applied at once. Default: 64
-	// (defaultMaxParallelNodes).
+	// (reconciler.DefaultMaxParallelNodes).
 	MaxParallelNodes int
 	// MaxConcurrentReconciles bounds how many owners are reconciled at once (controller-runtime
 	// never reconciles one owner twice at once). Default: 4, not controller-runtime's 1: a
@@ -63,7 +64,7 @@ type Options struct {
 	WatchNamespaces []string
 	// ReadyWhen are readiness rules per kind, so that an author registers one for a kind instead
 	// of giving ReadyWhen to each node. A node's own ReadyWhen still wins; of two rules for one
-	// kind, the later wins. They add up over merged Options. New returns an error when a kind's
+	// kind, the later wins. They add up over merged Options. Setup returns an error when a kind's
 	// type is not in the manager's scheme or its rule is nil.
 	//
 	// Default, without either: kstatus (resources.Ready); and for a custom resource (a kind
@@ -95,7 +96,7 @@ type Options struct {
 	NamespacedReferences bool
 
 	// deletions is shared by the reconcilers of one Setup; nil: the reconciler's own.
-	deletions *deletions
+	deletions *reconciler.Deletions
 }
 
 // KindReadiness is the readiness rule of every node whose object has Kind's type
@@ -163,32 +164,20 @@ func setIf[T comparable](dst *T, v T) {
 	}
 }
 
-// defaultMaxParallelNodes is how many nodes of one graph a reconciler applies at once by default.
-// A layer waits for its slowest node, so a layer wider than the bound takes two waves, which
-// BenchmarkConverge_Parallel measures against the raw floor that applies a whole layer at once
-// (docs/benchmarks.md, sections 1c and "Many cores"). 64 lets every layer of the reference
-// operators and of that benchmark go in one wave, while the API server still decides:
-// with the default 4 concurrent reconciles a reconciler has at most 256 writes in flight, about
-// the seats API Priority and Fairness gives the workload-low level (where a service account's
-// requests go) on a default kube-apiserver (600 seats × 100 of 245 shares); beyond its seats
-// the server queues requests fairly, answering 429 only when its queues are full. A node whose
-// blockers are not done takes no slot, so the bound costs a narrow graph nothing.
-const defaultMaxParallelNodes = 64
-
-func (o *Options) defaults(name string) {
-	if o.FieldManager == "" {
-		o.FieldManager = "kdag-" + name
+// config returns o as the reconciler takes it.
+func (o Options) config() reconciler.Options {
+	c := reconciler.Options{
+		FieldManager: o.FieldManager, MaxParallelNodes: o.MaxParallelNodes, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		OrderedTeardown: o.OrderedTeardown, OperatorVersion: o.OperatorVersion, Metrics: o.Metrics,
+		DriftRepairLimit: o.DriftRepairLimit, DriftRepairWindow: o.DriftRepairWindow, DriftBackoff: o.DriftBackoff,
+		DriftBackoffMax: o.DriftBackoffMax, ReferenceNamespaces: o.ReferenceNamespaces, OwnerFilter: o.OwnerFilter,
+		NamespacedReferences: o.NamespacedReferences, Deletions: o.deletions,
 	}
-	if o.MaxParallelNodes == 0 {
-		o.MaxParallelNodes = defaultMaxParallelNodes
+	for _, k := range o.ReadyWhen {
+		c.ReadyWhen = append(c.ReadyWhen, reconciler.KindReadiness(k))
 	}
-	if o.MaxConcurrentReconciles == 0 {
-		o.MaxConcurrentReconciles = 4
+	for _, w := range o.Wrappers {
+		c.Wrappers = append(c.Wrappers, reconciler.Wrapper(w))
 	}
-	if o.OperatorVersion == "" {
-		o.OperatorVersion = "dev"
-	}
-	if o.deletions == nil {
-		o.deletions = newDeletions()
-	}
+	return c
 }

@@ -580,7 +580,7 @@ func (rm scaleRM) AddResources(_ context.Context, owner *testapi.Widget, b *cont
 func scaleChildObject(owner client.Object, i int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: owner.GetName() + "-" + strconv.Itoa(i)},
-		Data:       map[string]string{"index": strconv.Itoa(i), "payload": controller.ConvergePayload},
+		Data:       map[string]string{"index": strconv.Itoa(i), "payload": testapi.ConvergePayload},
 	}
 }
 

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -6,20 +6,19 @@ import (
 	"strings"
 	"time"
 
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
 	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
-// teardownRecheck is how soon a teardown that waits for objects to be gone runs again. The
+// TeardownRecheck is how soon a teardown that waits for objects to be gone runs again. The
 // deletions' watch events usually resume it sooner; this bounds the wait when none comes.
-const teardownRecheck = 5 * time.Second
+const TeardownRecheck = 5 * time.Second
 
 // finalize tears down a deleted owner that holds kdag's finalizer, then removes the finalizer.
 // First it runs the graph's BeforeDelete hooks (runBeforeDelete): nothing is deleted until they
@@ -28,8 +27,8 @@ const teardownRecheck = 5 * time.Second
 // Cleaner. Otherwise (the finalizer is held because the graph has objects owner references
 // cannot cover) it deletes only the objects without an owner reference to the owner and leaves
 // the rest to the garbage collector. Kept objects are orphaned, never deleted. While objects are
-// still being deleted it requeues after teardownRecheck.
-func (c *reconciler) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+// still being deleted it requeues after TeardownRecheck.
+func (c *Reconciler) finalize(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
@@ -49,9 +48,9 @@ func (c *reconciler) finalize(ctx context.Context, owner client.Object) (reconci
 	}
 	if remaining > 0 {
 		logFrom(ctx).V(1).Info("waiting for objects to be deleted", "remaining", remaining)
-		return reconcile.Result{RequeueAfter: teardownRecheck}, nil
+		return reconcile.Result{RequeueAfter: TeardownRecheck}, nil
 	}
-	if _, err := c.rm.cleanup(ctx, owner); err != nil {
+	if _, err := c.rm.Cleanup(ctx, owner); err != nil {
 		c.event(ctx, owner, corev1.EventTypeWarning, kdagv1alpha1.ReasonCleanupFailed, "cleanup failed, will retry: %s", err.Error())
 		return reconcile.Result{}, errors.Wrapf(err, "%s %s: cleanup", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
@@ -61,7 +60,7 @@ func (c *reconciler) finalize(ctx context.Context, owner client.Object) (reconci
 // releaseUnowned deletes (or orphans, when kept) the owner's objects that carry no owner
 // reference to it, and returns how many of them still exist. The garbage collector deletes the
 // others once the owner is gone.
-func (c *reconciler) releaseUnowned(ctx context.Context, owner client.Object) (int, error) {
+func (c *Reconciler) releaseUnowned(ctx context.Context, owner client.Object) (int, error) {
 	var listErr error
 	objs := c.ownedObjects(ctx, owner, &listErr)
 	if listErr != nil {
@@ -89,7 +88,7 @@ func (c *reconciler) releaseUnowned(ctx context.Context, owner client.Object) (i
 // teardownObjects deletes the owner's objects, dependents before their blockers, and returns
 // how many still exist. Objects outside the current graph (the graph cannot be built, or they
 // were never pruned) go first, in any order.
-func (c *reconciler) teardownObjects(ctx context.Context, owner client.Object) (int, error) {
+func (c *Reconciler) teardownObjects(ctx context.Context, owner client.Object) (int, error) {
 	var listErr error
 	objs := c.ownedObjects(ctx, owner, &listErr)
 	if listErr != nil {
@@ -180,7 +179,7 @@ func (c *reconciler) teardownObjects(ctx context.Context, owner client.Object) (
 // o still counts as existing until the cache says otherwise, and its blockers wait for that. A
 // failed delete is returned: no watch event would resume the teardown, so the reconcile must
 // fail and be retried.
-func (c *reconciler) deleteForTeardown(ctx context.Context, owner client.Object, id graph.NodeID, o client.Object) error {
+func (c *Reconciler) deleteForTeardown(ctx context.Context, owner client.Object, id graph.NodeID, o client.Object) error {
 	entry, err := c.engine.Teardown(ctx, c.applyOwner(owner), o)
 	switch {
 	case err != nil:
@@ -189,7 +188,7 @@ func (c *reconciler) deleteForTeardown(ctx context.Context, owner client.Object,
 		logFrom(ctx).Info("orphaned", "node", id.String(), "action", entry.Action, "keptBy", entry.KeptBy)
 		c.eventRelated(ctx, owner, o, corev1.EventTypeNormal, "Orphaned", "Kept %s (teardown): released, not deleted (annotated %s)", id, entry.KeptBy)
 	case entry.Waiting == "":
-		c.opts.deletions.record(id, o.GetUID())
+		c.opts.Deletions.Record(id, o.GetUID())
 		logFrom(ctx).Info("deleted", "node", id.String(), "action", entry.Action)
 		c.event(ctx, owner, corev1.EventTypeNormal, "Deleted", "Deleted %s (teardown)", id)
 	}

@@ -1,20 +1,18 @@
-package controller
+package reconciler
 
 import (
 	"context"
 	"strings"
 
-	"github.com/kdag-dev/kdag/pkg/graph"
-	"github.com/kdag-dev/kdag/pkg/tracing"
-
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/pkg/errors"
+	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/graph"
+	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
 type pruneResult struct {
@@ -24,7 +22,7 @@ type pruneResult struct {
 	// terminating are the owner's objects that left the graph and are being deleted but still
 	// exist (another finalizer holds them: a claim in use, a load balancer's clean-up), with
 	// the finalizers that hold them: the owner is not Ready until they are gone, and their
-	// deletion event reconciles it again (a recheck every teardownRecheck bounds the wait).
+	// deletion event reconciles it again (a recheck every TeardownRecheck bounds the wait).
 	terminating []terminatingObject
 	err         error
 }
@@ -41,7 +39,7 @@ type terminatingObject struct {
 // kdag did not apply for this owner. A kept object (on the live object: Keep, or a
 // user's annotation) is orphaned instead. An object of the owner's that left the graph and is
 // being deleted is recorded as terminating (r.terminating): the owner is not Ready while it exists.
-func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map[graph.NodeID]int) (r pruneResult) {
+func (c *Reconciler) prune(ctx context.Context, owner client.Object, inGraph map[graph.NodeID]int) (r pruneResult) {
 	ctx, span := startSpan(ctx, spanPrune)
 	defer func() {
 		span.SetAttributes(attribute.Int("kdag.prune.deleted", len(r.pruned)))
@@ -70,7 +68,7 @@ func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map
 		case entry.Waiting != "":
 			// Going, but still there (its finalizers): the owner waits for it, and a reconcile of
 			// it already running creates nothing more.
-			c.opts.deletions.record(id, l.obj.GetUID())
+			c.opts.Deletions.Record(id, l.obj.GetUID())
 			r.terminating = append(r.terminating, terminatingObject{id: id, finalizers: l.obj.GetFinalizers()})
 			continue
 		case entry.KeptBy != "":
@@ -79,7 +77,7 @@ func (c *reconciler) prune(ctx context.Context, owner client.Object, inGraph map
 			continue
 		}
 		logFrom(ctx).Info("pruned", "node", id.String(), "action", entry.Action)
-		c.opts.deletions.record(id, l.obj.GetUID())
+		c.opts.Deletions.Record(id, l.obj.GetUID())
 		r.pruned = append(r.pruned, id)
 	}
 	return r
@@ -105,7 +103,7 @@ func (l listed) own() client.Object {
 // ownedObjects lists, from the cache, every object of the owned types that carries the owner's
 // UID label. The objects are the cache's own (read them; listed.own makes a copy to change). A
 // failed list is recorded in *errp and skipped.
-func (c *reconciler) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
+func (c *Reconciler) ownedObjects(ctx context.Context, owner client.Object, errp *error) []listed {
 	var out []listed
 	for _, t := range c.owned {
 		obj, err := c.scheme.New(t.list)

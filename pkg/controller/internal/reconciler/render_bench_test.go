@@ -1,14 +1,11 @@
-package controller
+package reconciler
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -22,8 +19,8 @@ import (
 func BenchmarkRenderCreate(b *testing.B) {
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: types.UID("8a1c7f2e-0000-4000-8000-000000000001")}}
 	widget := &testapi.Widget{}
-	c := &reconciler{name: "bench", scheme: scheme, ownerGVK: testapi.GroupVersion.WithKind("Widget")}
-	layers := convergeLayers(widget, 10, 2)
+	c := &Reconciler{name: "bench", scheme: scheme, ownerGVK: testapi.GroupVersion.WithKind("Widget")}
+	layers := testapi.ConvergeLayers(widget, 10, 2)
 	specs := make([]*nodeSpec, 0, 20)
 	results := make([]nodeResult, 20)
 	var prev []Node
@@ -55,33 +52,4 @@ func BenchmarkRenderCreate(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*10), "ns/node")
-}
-
-// convergePayload makes every object of the converge graph about as large as a small real
-// ConfigMap.
-var convergePayload = strings.Repeat("x", 256)
-
-// convergeLayers returns the objects of an owner's width × depth graph, layer by layer: layer d
-// holds width objects named "<owner>-<d>-<i>", ConfigMaps in even columns and Secrets in odd
-// ones. Every object of a layer depends on every object of the layer before, so the graph has
-// exactly depth steps whatever the scheduler does.
-func convergeLayers(w *testapi.Widget, width, depth int) [][]client.Object {
-	layers := make([][]client.Object, depth)
-	for d := range depth {
-		layers[d] = make([]client.Object, width)
-		for i := range width {
-			om := metav1.ObjectMeta{Name: w.Name + "-" + strconv.Itoa(d) + "-" + strconv.Itoa(i)}
-			data := map[string]string{"layer": strconv.Itoa(d), "column": strconv.Itoa(i), "payload": convergePayload}
-			if i%2 == 0 {
-				layers[d][i] = &corev1.ConfigMap{ObjectMeta: om, Data: data}
-				continue
-			}
-			bytes := make(map[string][]byte, len(data))
-			for k, v := range data {
-				bytes[k] = []byte(v)
-			}
-			layers[d][i] = &corev1.Secret{ObjectMeta: om, Data: bytes}
-		}
-	}
-	return layers
 }

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestObjectsEvent_Note(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &noteRecorder{}
-			c := &reconciler{recorder: rec}
+			c := &Reconciler{recorder: rec}
 			c.objectsEvent(t.Context(), &testapi.Widget{}, "Pruned", "Deleted", ": no longer part of the graph", tt.ids)
 			if !slices.Equal(rec.notes, tt.want) {
 				t.Errorf("notes %q\nwant  %q", rec.notes, tt.want)
@@ -75,7 +75,7 @@ func TestEvent_NoteEndsWithTheTraceID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &noteRecorder{}
-			c := &reconciler{recorder: rec}
+			c := &Reconciler{recorder: rec}
 			c.event(tt.ctx, &testapi.Widget{}, corev1.EventTypeNormal, "Ready", "%s", tt.msg)
 			if len(rec.notes) != 1 {
 				t.Fatalf("notes %q, want one", rec.notes)

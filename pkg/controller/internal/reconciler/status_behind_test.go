@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ func TestCacheBehind(t *testing.T) {
 		}
 		return st
 	}
-	c := &reconciler{}
+	c := &Reconciler{}
 	const uid = types.UID("u1")
 	c.written.Store(uid, withoutLastReconcile(status(metav1.ConditionFalse, "t1")))
 	for _, tc := range []struct {

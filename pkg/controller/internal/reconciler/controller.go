@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -39,12 +39,12 @@ import (
 	"github.com/kdag-dev/kdag/pkg/tracing"
 )
 
-// reconciler reconciles one owner type with a ResourceManager: it builds the owner's graph,
+// Reconciler reconciles one owner type with a ResourceManager: it builds the owner's graph,
 // applies every node as soon as its blockers are ready, prunes what the graph no longer holds
-// and writes the owner's status. Create it with New.
-type reconciler struct {
+// and writes the owner's status. Register creates one.
+type Reconciler struct {
 	name     string
-	rm       manager
+	rm       Manager
 	opts     Options
 	client   client.Client // reads come from the manager's cache
 	reader   client.Reader // uncached; only when the cache cannot answer (see applyNode)
@@ -93,19 +93,19 @@ type ownedType struct {
 	indexed bool
 }
 
-// register creates the reconciler named name for m and registers it with mgr: it watches the
+// Register creates the reconciler named name for m and registers it with mgr: it watches the
 // owner type (changes of generation, labels or annotations) and every owned type (any change of
 // an object whose controller owner reference, or whose kdag labels, point at an owner). It
 // returns an error when name is empty, when m declares no owned type, or when a type is not in
 // the manager's scheme — setup mistakes that should stop the process at start.
-func register(mgr ctrl.Manager, name string, m manager, opts ...Options) (*reconciler, error) {
-	c, err := newController(mgr, name, m, opts...)
+func Register(mgr ctrl.Manager, name string, m Manager, opts Options) (*Reconciler, error) {
+	c, err := newController(mgr, name, m, opts)
 	if err != nil {
 		return nil, err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(m.newOwner(), builder.WithPredicates(predicate.Or(
+		For(m.NewOwner(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles})
 	if err := c.indexOwnersByUID(mgr); err != nil {
@@ -128,7 +128,7 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Options) (*recon
 	}
 	var r reconcile.Reconciler = c
 	for i := len(c.opts.Wrappers) - 1; i >= 0; i-- {
-		r = c.opts.Wrappers[i](name, m.newOwner(), r)
+		r = c.opts.Wrappers[i](name, m.NewOwner(), r)
 	}
 	registered, err := b.Build(r)
 	if err != nil {
@@ -139,16 +139,12 @@ func register(mgr ctrl.Manager, name string, m manager, opts ...Options) (*recon
 }
 
 // newController sets a reconciler up without registering it with the manager.
-func newController(mgr ctrl.Manager, name string, rm manager, opts ...Options) (*reconciler, error) {
+func newController(mgr ctrl.Manager, name string, rm Manager, o Options) (*Reconciler, error) {
 	if name == "" {
 		return nil, errors.New("controller: a component with an empty name")
 	}
-	if b, ok := rm.(brokenManager); ok {
-		return nil, errors.Wrapf(b.err, "controller %s", name)
-	}
-	o := mergeOptions(opts...)
-	o.defaults(name)
-	c := &reconciler{
+	o.Defaults(name)
+	c := &Reconciler{
 		name:      name,
 		rm:        rm,
 		opts:      o,
@@ -189,9 +185,9 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Options) (
 	}); err != nil {
 		return nil, errors.Wrapf(err, "controller %s", name)
 	}
-	c.teardown = o.OrderedTeardown || rm.isCleaner()
+	c.teardown = o.OrderedTeardown || rm.IsCleaner()
 
-	owner := rm.newOwner()
+	owner := rm.NewOwner()
 	gvk, err := apiutil.GVKForObject(owner, c.scheme)
 	if err != nil {
 		return nil, errors.Wrapf(err, "controller %s: owner type %T is not in the manager's scheme", name, owner)
@@ -209,7 +205,7 @@ func newController(mgr ctrl.Manager, name string, rm manager, opts ...Options) (
 		return nil, errors.Wrapf(err, "controller %s: watch ControllerRevisions (the owners' revision history)", name)
 	}
 
-	ownedObjs := rm.ownedTypes()
+	ownedObjs := rm.OwnedTypes()
 	if len(ownedObjs) == 0 {
 		return nil, errors.Errorf("controller %s: no owned types: OwnedTypes of the %s ResourceManager returned none", name, gvk.Kind)
 	}
@@ -256,7 +252,7 @@ func onDelete(mgr ctrl.Manager, obj client.Object, forget func(metav1.Object)) e
 // that it applied (last verified state, drift-repair record, what its content said) once the
 // cache sees the object deleted. Without it, the memory of objects deleted by others would last
 // as long as the process.
-func (c *reconciler) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
+func (c *Reconciler) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 	return onDelete(mgr, obj, func(m metav1.Object) {
 		if m.GetLabels()[kdagv1alpha1.LabelController] == c.name {
 			c.forget(m.GetUID())
@@ -268,8 +264,8 @@ func (c *reconciler) forgetOnDelete(mgr ctrl.Manager, obj client.Object) error {
 const ownerUIDIndex = "kdag.dev/uid"
 
 // indexOwnersByUID indexes the cached owners by UID, for ownerByLabel.
-func (c *reconciler) indexOwnersByUID(mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.newOwner(), ownerUIDIndex, func(o client.Object) []string {
+func (c *Reconciler) indexOwnersByUID(mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), c.rm.NewOwner(), ownerUIDIndex, func(o client.Object) []string {
 		return []string{string(o.GetUID())}
 	})
 }
@@ -278,7 +274,7 @@ func (c *reconciler) indexOwnersByUID(mgr ctrl.Manager) error {
 // (by the owner UID label and the owner index), so that its events resume the owner: a waiting
 // node, a teardown waiting for the object to be gone. Objects with a controller owner reference
 // to the owner are left to Owns.
-func (c *reconciler) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
+func (c *Reconciler) ownerByLabel(ctx context.Context, obj client.Object) []reconcile.Request {
 	lbls := obj.GetLabels()
 	uid := lbls[kdagv1alpha1.LabelOwnerUID]
 	if lbls[kdagv1alpha1.LabelController] != c.name || uid == "" {
@@ -309,13 +305,13 @@ func (c *reconciler) ownerByLabel(ctx context.Context, obj client.Object) []reco
 }
 
 // ownerIndex names the cache index of the objects of one controller by owner UID.
-func (c *reconciler) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
+func (c *Reconciler) ownerIndex() string { return "kdag.dev/owner-uid." + c.name }
 
 // indexOwned indexes the cached objects of obj's type that this controller applied by their
 // owner UID label, so that prune finds an owner's objects without scanning every cached object
 // of the type (a scan that grows with owners × objects). It reports false when the cache cannot
 // add the index (it has started already); prune then filters by label instead.
-func (c *reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
+func (c *Reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 	name := c.name
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, c.ownerIndex(), func(o client.Object) []string {
 		l := o.GetLabels()
@@ -337,8 +333,8 @@ func (c *reconciler) indexOwned(mgr ctrl.Manager, obj client.Object) bool {
 // retries with rate-limited exponential backoff. When kdag paused repairing an object that
 // another writer keeps changing (Options.DriftRepairLimit), it returns nil with RequeueAfter set
 // to the end of the pause.
-func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	owner := c.rm.newOwner()
+func (c *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	owner := c.rm.NewOwner()
 	if err := c.client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.expansionStalled.Delete(req.NamespacedName)
@@ -357,7 +353,7 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.refs.Untrack(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	if c.opts.deletions.unseen(owner) {
+	if c.opts.Deletions.unseen(owner) {
 		// This process deleted it (a parent's prune, a teardown) and the cache has not seen that
 		// yet: reconciled now, it would get objects created just before it goes. Its deletion
 		// event brings it back; the requeue bounds the wait.
@@ -367,7 +363,7 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx, span := c.startReconcileSpan(ctx, owner)
 	var err error
 	defer func() { tracing.EndSpan(span, err) }()
-	logger := capVerbosity(log.FromContext(ctx)).WithValues("controller", c.name, "owner", req.String())
+	logger := CapVerbosity(log.FromContext(ctx)).WithValues("controller", c.name, "owner", req.String())
 	logger = logger.WithValues(tracing.LogValues(ctx)...)
 	ctx = log.IntoContext(ctx, logger)
 	var res reconcile.Result
@@ -383,7 +379,7 @@ func (c *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // reconcile is Reconcile once the owner is read and the span started.
-func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *Reconciler) reconcile(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	c.forgetTerminatingNamespace(owner)
 	if c.namespaceTerminating(owner.GetNamespace()) || c.refs.NamespaceTerminating(ctx, owner.GetNamespace()) {
 		c.markNamespaceTerminating(owner.GetNamespace())
@@ -405,7 +401,7 @@ func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 	// The revision of what the graph wrote is recorded while the status is written; the
 	// reconcile ends once both are done.
 	defer c.startRevision(ctx, owner, r)()
-	if c.opts.deletions.deleted(owner.GetUID()) {
+	if c.opts.Deletions.deleted(owner.GetUID()) {
 		// This process deleted the owner while the graph ran (a parent's prune): no status for
 		// an owner that is going. Its deletion event brings it back; the requeue bounds the wait.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
@@ -425,20 +421,20 @@ func (c *reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 	if len(r.prune.terminating) > 0 {
 		// Their deletion event reconciles the owner again; the recheck bounds the wait whatever
 		// happens to that event.
-		r.requeueAt(teardownRecheck)
+		r.requeueAt(TeardownRecheck)
 	}
 	if r.terminal == nil && r.conflict == nil && !r.allReady() {
 		// The watch on what it waits for resumes the owner; the recheck bounds the wait whatever
 		// happens to that event (a readiness rule that reads something no watch reports, an
 		// event lost). A Ready owner is never requeued.
-		r.requeueAt(waitingRecheck)
+		r.requeueAt(WaitingRecheck)
 	}
 	return reconcile.Result{RequeueAfter: r.requeueAfter}, nil
 }
 
 // reconcileGraph validates the owner, builds and runs its graph, and prunes. It returns an
 // error only when the owner's finalizer could not be added (nothing ran).
-func (c *reconciler) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
+func (c *Reconciler) reconcileGraph(ctx context.Context, owner client.Object) (*outcome, error) {
 	r := &outcome{start: time.Now()}
 	specs, index := c.prepareGraph(ctx, owner, r)
 	if specs == nil {
@@ -479,8 +475,8 @@ const keptRequeue = 100 * time.Millisecond
 
 // prepareGraph validates the owner and builds its graph (buildGraph), under the "build graph" span. It
 // returns nil nodes (and records the error in r) when the graph cannot be built.
-func (c *reconciler) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[graph.NodeID]int) {
-	ctx, span := startSpan(ctx, spanBuildGraph)
+func (c *Reconciler) prepareGraph(ctx context.Context, owner client.Object, r *outcome) (specs []*nodeSpec, index map[graph.NodeID]int) {
+	ctx, span := startSpan(ctx, SpanBuildGraph)
 	defer func() {
 		span.SetAttributes(attrNodes.Int(len(specs)))
 		tracing.EndSpan(span, firstErr(r.terminal, r.transient))
@@ -489,7 +485,7 @@ func (c *reconciler) prepareGraph(ctx context.Context, owner client.Object, r *o
 		r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalidDriftPolicy
 		return nil, nil
 	}
-	if _, err := c.rm.validate(ctx, owner); err != nil {
+	if _, err := c.rm.Validate(ctx, owner); err != nil {
 		if isTerminal(err) {
 			r.terminal, r.reason = errors.Wrapf(err, "%s %s is invalid", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner)), kdagv1alpha1.ReasonInvalid
 		} else {
@@ -535,8 +531,8 @@ func firstErr(errs ...error) error {
 }
 
 // runGraph applies every node, each once its blockers are ready.
-func (c *reconciler) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
-	ctx, span := startSpan(ctx, spanRunGraph, trace.WithAttributes(attrNodes.Int(len(specs))))
+func (c *Reconciler) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
+	ctx, span := startSpan(ctx, SpanRunGraph, trace.WithAttributes(attrNodes.Int(len(specs))))
 	defer span.End()
 	runStart := time.Now()
 	results := make([]nodeResult, len(specs))
@@ -557,17 +553,17 @@ func (c *reconciler) runGraph(ctx context.Context, owner client.Object, specs []
 			ctx, span := startNodeSpan(ctx, s, results, runStart)
 			results[i].spanContext = span.SpanContext()
 			err := c.processNode(ctx, owner, s, results, i)
-			span.SetAttributes(attrAction.String(string(results[i].action)))
+			span.SetAttributes(AttrAction.String(string(results[i].action)))
 			var w *waitingError
 			switch {
 			case err == nil:
-				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeReady)))
+				span.SetAttributes(AttrOutcome.String(string(kdagv1alpha1.NodeReady)))
 				tracing.EndSpan(span, nil)
 			case errors.As(err, &w):
-				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
+				span.SetAttributes(AttrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
 				tracing.EndSpan(span, nil)
 			default:
-				span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeFailed)))
+				span.SetAttributes(AttrOutcome.String(string(kdagv1alpha1.NodeFailed)))
 				tracing.EndSpan(span, err)
 			}
 			return err
@@ -604,7 +600,7 @@ func (c *reconciler) runGraph(ctx context.Context, owner client.Object, specs []
 	return results
 }
 
-func (c *reconciler) addFinalizer(ctx context.Context, owner client.Object) error {
+func (c *Reconciler) addFinalizer(ctx context.Context, owner client.Object) error {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(owner, kdagv1alpha1.Finalizer)
 	return errors.Wrapf(c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager)),
@@ -612,7 +608,7 @@ func (c *reconciler) addFinalizer(ctx context.Context, owner client.Object) erro
 }
 
 // forget drops what the reconciler remembers about an object.
-func (c *reconciler) forget(uid types.UID) {
+func (c *Reconciler) forget(uid types.UID) {
 	c.engine.Forget(uid)
 	c.observed.Delete(uid)
 }
@@ -622,7 +618,7 @@ func logFrom(ctx context.Context) logr.Logger { return log.FromContext(ctx) }
 func errorsIsPanic(err error) bool { return errors.Is(err, graph.ErrPanic) }
 
 // ownsClaims reports whether the reconciler's owners own PersistentVolumeClaims.
-func (c *reconciler) ownsClaims() bool {
+func (c *Reconciler) ownsClaims() bool {
 	for _, t := range c.owned {
 		if t.gvk.Group == "" && t.gvk.Kind == "PersistentVolumeClaim" {
 			return true
@@ -633,7 +629,7 @@ func (c *reconciler) ownsClaims() bool {
 
 // ownersStalledOnStorage maps a StorageClass event to the owners Stalled because a claim could
 // not grow (VolumeExpansionForbidden): any class change may be the fix, and there are few.
-func (c *reconciler) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
+func (c *Reconciler) ownersStalledOnStorage(context.Context, client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	c.expansionStalled.Range(func(k, _ any) bool {
 		out = append(out, reconcile.Request{NamespacedName: k.(types.NamespacedName)})

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -18,23 +18,23 @@ import (
 // "apply" and "readiness" children) and "prune" under it. Attributes carry kinds, names,
 // actions and outcomes, never object content.
 const (
-	spanReconcile  = "reconcile"
-	spanBuildGraph = "build graph"
-	spanRunGraph   = "run graph"
-	spanNode       = "node"
-	spanApply      = "apply"
+	SpanReconcile  = "reconcile"
+	SpanBuildGraph = "build graph"
+	SpanRunGraph   = "run graph"
+	SpanNode       = "node"
+	SpanApply      = "apply"
 	spanReadiness  = "readiness"
 	spanPrune      = "prune"
 
 	attrController = attribute.Key("kdag.controller")
 	attrGVK        = attribute.Key("k8s.gvk")
 	attrNamespace  = attribute.Key("k8s.namespace.name")
-	attrName       = attribute.Key("k8s.object.name")
+	AttrName       = attribute.Key("k8s.object.name")
 	attrGeneration = attribute.Key("k8s.object.generation")
-	attrAction     = attribute.Key("kdag.node.action")
-	attrOutcome    = attribute.Key("kdag.node.outcome")
+	AttrAction     = attribute.Key("kdag.node.action")
+	AttrOutcome    = attribute.Key("kdag.node.outcome")
 	attrWaitMillis = attribute.Key("kdag.node.wait_ms")
-	attrBlockedBy  = attribute.Key("kdag.node.blocked_by")
+	AttrBlockedBy  = attribute.Key("kdag.node.blocked_by")
 	attrNodes      = attribute.Key("kdag.graph.nodes")
 )
 
@@ -45,18 +45,18 @@ func startSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) 
 
 // startReconcileSpan starts the root span of a reconcile, linked to the reconcile that last
 // wrote the owner when the owner carries its trace context (a child custom resource).
-func (c *reconciler) startReconcileSpan(ctx context.Context, owner client.Object) (context.Context, trace.Span) {
+func (c *Reconciler) startReconcileSpan(ctx context.Context, owner client.Object) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithAttributes(
 		attrController.String(c.name),
 		attrGVK.String(c.ownerGVK.String()),
 		attrNamespace.String(owner.GetNamespace()),
-		attrName.String(owner.GetName()),
+		AttrName.String(owner.GetName()),
 		attrGeneration.Int64(owner.GetGeneration()),
 	)}
 	if link, ok := tracing.LinkFromAnnotations(owner.GetAnnotations()); ok {
 		opts = append(opts, trace.WithLinks(link))
 	}
-	return startSpan(ctx, spanReconcile, opts...)
+	return startSpan(ctx, SpanReconcile, opts...)
 }
 
 // startNodeSpan starts a node's span, linked to the spans of its blockers (finished before it).
@@ -67,10 +67,10 @@ func startNodeSpan(ctx context.Context, s *nodeSpec, results []nodeResult, runSt
 			links = append(links, trace.Link{SpanContext: sc})
 		}
 	}
-	return startSpan(ctx, spanNode, trace.WithLinks(links...), trace.WithAttributes(
+	return startSpan(ctx, SpanNode, trace.WithLinks(links...), trace.WithAttributes(
 		attrGVK.String(s.gvk.String()),
 		attrNamespace.String(s.id.Namespace),
-		attrName.String(s.id.Name),
+		AttrName.String(s.id.Name),
 		attrWaitMillis.Int64(time.Since(runStart).Milliseconds()),
 	))
 }
@@ -83,12 +83,12 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 		if n.Ran() {
 			continue
 		}
-		_, span := startSpan(ctx, spanNode, trace.WithAttributes(
+		_, span := startSpan(ctx, SpanNode, trace.WithAttributes(
 			attrGVK.String(results[i].spec.gvk.String()),
 			attrNamespace.String(n.ID.Namespace),
-			attrName.String(n.ID.Name),
-			attrOutcome.String(string(results[i].state)),
-			attrBlockedBy.String(n.BlockedBy.String()),
+			AttrName.String(n.ID.Name),
+			AttrOutcome.String(string(results[i].state)),
+			AttrBlockedBy.String(n.BlockedBy.String()),
 		))
 		span.End()
 	}
@@ -96,7 +96,7 @@ func recordSkippedNodeSpans(ctx context.Context, results []nodeResult, run *grap
 
 // observeRun records the graph's metrics: run duration, per-node duration by action, nodes by
 // action and outcome, drift repairs and reports, panics, and the nodes waiting for readiness.
-func (c *reconciler) observeRun(owner client.Object, r *outcome, d time.Duration) {
+func (c *Reconciler) observeRun(owner client.Object, r *outcome, d time.Duration) {
 	c.metrics.ObserveGraphRun(c.name, d)
 	for i := range r.nodes {
 		n := &r.nodes[i]

@@ -1,19 +1,17 @@
-package controller
+package reconciler
 
 import (
 	"strings"
 	"time"
 
-	"github.com/kdag-dev/kdag/pkg/apply"
-	"github.com/kdag-dev/kdag/pkg/resources"
-
-	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
-
+	"github.com/pkg/errors"
 	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/pkg/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // nodeResult is what happened to one node; written only by the node's own work function.
@@ -159,10 +157,10 @@ func (r *outcome) recordPrune(p pruneResult) {
 // watches (outcome.recheck) is reconciled again.
 const stalledRecheck = 5 * time.Minute
 
-// waitingRecheck is how soon an owner that waits for a node's readiness (nothing failed) is
+// WaitingRecheck is how soon an owner that waits for a node's readiness (nothing failed) is
 // reconciled again when no watch event brings it back first: from the cache, with no write
 // unless its status changed.
-const waitingRecheck = 30 * time.Second
+const WaitingRecheck = 30 * time.Second
 
 // requeueAt lowers r.requeueAfter to d when d is set and sooner.
 func (r *outcome) requeueAt(d time.Duration) {

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -14,15 +14,15 @@ import (
 	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 )
 
-// newPlan builds owner's graph with m, as a reconcile does (the same code, the same checks: a
+// Plan builds owner's graph with m, as a reconcile does (the same code, the same checks: a
 // node of a type m does not declare in OwnedTypes is a mistake here too), without a cluster, for
 // Component.Plan (plan.NewPlan). mapper may be nil: then every object without a namespace gets
 // the owner's, cluster-scoped kinds included. It returns the AddResources error, or a
 // *GraphError listing the Graph mistakes.
-func newPlan(ctx context.Context, m manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*graphplan.Plan, error) {
+func Plan(ctx context.Context, m Manager, owner client.Object, scheme *runtime.Scheme, mapper meta.RESTMapper) (*graphplan.Plan, error) {
 	owned := map[schema.GroupKind]bool{}
-	for _, obj := range m.ownedTypes() {
-		gvk, err := gvkOf(obj, scheme)
+	for _, obj := range m.OwnedTypes() {
+		gvk, err := GVKOf(obj, scheme)
 		if err != nil {
 			return nil, errors.Wrap(err, "owned type")
 		}

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/kdag-dev/kdag/pkg/apply"
-	"github.com/kdag-dev/kdag/pkg/graph"
 
 	"github.com/pkg/errors"
 	"go.opentelemetry.io/otel/trace"
@@ -25,13 +22,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // writeStatus computes the owner's kdag status from r, writes it with a server-side apply of the
 // status subresource — only when it differs from the cached owner's, so an unchanged owner costs
 // no write — and then emits events for what changed. The events go last, written or not, so that
 // their requests do not compete with the status write, the end of the reconcile's critical path.
-func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
+func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *outcome) error {
 	var (
 		live map[string]any // the owner's status as content; nil until needed
 		old  *kdagv1alpha1.Status
@@ -62,7 +61,7 @@ func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 	// ago, while next is Ready again). Compare with what was last written instead; the
 	// owner's status-only update passes no watch predicate, so no later reconcile would.
 	behind := c.cacheBehind(owner.GetUID(), next)
-	if !behind && !c.rm.isReporter() && equality.Semantic.DeepEqual(old, next) {
+	if !behind && !c.rm.IsReporter() && equality.Semantic.DeepEqual(old, next) {
 		return nil // kdag's block is all kdag writes, and it is unchanged
 	}
 	if live == nil {
@@ -102,7 +101,7 @@ func (c *reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 // cacheBehind reports whether this process last wrote a kdag status block for the owner uid
 // other than next: the cached owner then may not show that write yet, and only a write makes
 // sure the API server holds next. False when it wrote none (a fresh process trusts its cache).
-func (c *reconciler) cacheBehind(uid types.UID, next *kdagv1alpha1.Status) bool {
+func (c *Reconciler) cacheBehind(uid types.UID, next *kdagv1alpha1.Status) bool {
 	v, ok := c.written.Load(uid)
 	return ok && !equality.Semantic.DeepEqual(v.(*kdagv1alpha1.Status), withoutLastReconcile(next))
 }
@@ -126,7 +125,7 @@ func withoutLastReconcile(st *kdagv1alpha1.Status) *kdagv1alpha1.Status {
 // reportStatus lets a StatusReporter set the owner's own status fields on a copy of the owner
 // and returns that copy's status (kdag's block is set by the caller): nil without a
 // StatusReporter.
-func (c *reconciler) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
+func (c *Reconciler) reportStatus(ctx context.Context, owner client.Object, r *outcome) (map[string]any, error) {
 	rep := Report{Ready: r.allReady(), nodes: make([]nodeReport, len(r.nodes)), scheme: c.scheme, namespace: owner.GetNamespace()}
 	for i := range r.nodes {
 		n := &r.nodes[i]
@@ -136,7 +135,7 @@ func (c *reconciler) reportStatus(ctx context.Context, owner client.Object, r *o
 	if !ok {
 		return nil, errors.Errorf("%T is not a client.Object", owner)
 	}
-	if has, err := c.rm.reportStatus(ctx, reported, rep); !has || err != nil {
+	if has, err := c.rm.ReportStatus(ctx, reported, rep); !has || err != nil {
 		return nil, errors.Wrapf(err, "%s %s: report status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(reported)
@@ -241,7 +240,7 @@ func currentStatus(owner client.Object) (map[string]any, *kdagv1alpha1.Status, e
 	return raw, st, nil
 }
 
-func (c *reconciler) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
+func (c *Reconciler) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
 	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
 	u.SetGroupVersionKind(c.ownerGVK)
 	u.SetNamespace(owner.GetNamespace())
@@ -403,7 +402,7 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 // server one event, not ten); a repaired drift, an adoption and a held repair get one event per
 // object, as each carries its own details. Skipped nodes emit nothing, so an unchanged owner
 // emits nothing.
-func (c *reconciler) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
+func (c *Reconciler) emitNodeEvents(ctx context.Context, owner client.Object, r *outcome) {
 	var created, updated []graph.NodeID
 	for i := range r.nodes {
 		n := &r.nodes[i]
@@ -459,7 +458,7 @@ const maxEventObjects = 10
 
 // objectsEvent records one Normal event with reason for ids, if any: "<verb> <id><suffix>" for
 // one object, "<verb> <n> objects<suffix>: <id>, <id>, … and <k> more" for several.
-func (c *reconciler) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []graph.NodeID) {
+func (c *Reconciler) objectsEvent(ctx context.Context, owner client.Object, reason, verb, suffix string, ids []graph.NodeID) {
 	switch len(ids) {
 	case 0:
 		return
@@ -480,7 +479,7 @@ func (c *reconciler) objectsEvent(ctx context.Context, owner client.Object, reas
 
 // emitConditionEvents records transitions of Ready and Stalled, new retried failures, and a new
 // list of reported drift (Drifted).
-func (c *reconciler) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
+func (c *Reconciler) emitConditionEvents(ctx context.Context, owner client.Object, old, next *kdagv1alpha1.Status) {
 	wasReady, isReady := meta.IsStatusConditionTrue(old.Conditions, kdagv1alpha1.ConditionReady), meta.IsStatusConditionTrue(next.Conditions, kdagv1alpha1.ConditionReady)
 	switch {
 	case isReady && !wasReady:
@@ -521,7 +520,7 @@ func retriedFailure(reason string) bool {
 // statusWriteFailed reports a failed status write in a Warning event: the status cannot carry
 // its own failure, and without the event a retried write is visible in logs only. A write cut
 // short because the process is stopping is not reported: the next process writes the status.
-func (c *reconciler) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
+func (c *Reconciler) statusWriteFailed(ctx context.Context, owner client.Object, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -533,7 +532,7 @@ func (c *reconciler) statusWriteFailed(ctx context.Context, owner client.Object,
 //
 // The note ends with the trace ID of ctx's span, when there is one, so that an event leads to
 // its reconcile's trace; the note is cut to the Events API's 1 kB before it.
-func (c *reconciler) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
+func (c *Reconciler) event(ctx context.Context, owner client.Object, typ, reason, format string, args ...any) {
 	c.eventRelated(ctx, owner, nil, typ, reason, format, args...)
 }
 
@@ -541,7 +540,7 @@ func (c *reconciler) event(ctx context.Context, owner client.Object, typ, reason
 // recorder folds events of the same owner, type and reason into one series that keeps the first
 // note, unless their related objects differ, so an event about one object of several (an
 // object orphaned in a teardown) names that object as related to keep its own note.
-func (c *reconciler) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
+func (c *Reconciler) eventRelated(ctx context.Context, owner client.Object, related runtime.Object, typ, reason, format string, args ...any) {
 	if c.namespaceTerminating(owner.GetNamespace()) {
 		return
 	}

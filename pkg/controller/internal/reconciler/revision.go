@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func watchRevisions(mgr ctrl.Manager) error {
 // way to Ready (issue 32). The goroutine works on a copy of owner (the status write updates
 // owner in place) and on what r wrote, taken before it starts; it never reads r. A reconcile
 // that wrote nothing starts nothing.
-func (c *reconciler) startRevision(ctx context.Context, owner client.Object, r *outcome) (wait func()) {
+func (c *Reconciler) startRevision(ctx context.Context, owner client.Object, r *outcome) (wait func()) {
 	changes := r.revisionNodes()
 	if len(changes) == 0 || owner.GetNamespace() == "" {
 		return func() {}
@@ -73,7 +73,7 @@ func (c *reconciler) startRevision(ctx context.Context, owner client.Object, r *
 // reported with a Warning event; it never fails the reconcile (the objects are written; only
 // their history lacks an entry). Cluster-scoped owners have no revisions (a ControllerRevision
 // is namespaced): startRevision never calls it for one.
-func (c *reconciler) recordRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange) {
+func (c *Reconciler) recordRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange) {
 	limit, valid := revision.HistoryLimit(owner)
 	if !valid {
 		c.event(ctx, owner, corev1.EventTypeWarning, "InvalidRevisionHistoryLimit",
@@ -88,7 +88,7 @@ func (c *reconciler) recordRevision(ctx context.Context, owner client.Object, ch
 
 // writeRevision creates the revision of changes (unless limit is 0) and prunes the owner's
 // revisions to limit.
-func (c *reconciler) writeRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange, limit int) error {
+func (c *Reconciler) writeRevision(ctx context.Context, owner client.Object, changes []revision.NodeChange, limit int) error {
 	what := c.ownerGVK.Kind + " " + client.ObjectKeyFromObject(owner).String()
 	existing, err := c.listRevisions(ctx, c.client, owner)
 	if err != nil {
@@ -128,7 +128,7 @@ func (c *reconciler) writeRevision(ctx context.Context, owner client.Object, cha
 }
 
 // createRevision creates revision n of owner holding rec.
-func (c *reconciler) createRevision(ctx context.Context, owner client.Object, rec *revision.Record, n int64) (*appsv1.ControllerRevision, error) {
+func (c *Reconciler) createRevision(ctx context.Context, owner client.Object, rec *revision.Record, n int64) (*appsv1.ControllerRevision, error) {
 	data, err := revision.Encode(rec)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (c *reconciler) createRevision(ctx context.Context, owner client.Object, re
 }
 
 // pruneRevisions deletes the oldest of revs beyond limit, each with a UID precondition.
-func (c *reconciler) pruneRevisions(ctx context.Context, revs []appsv1.ControllerRevision, limit int, what string) error {
+func (c *Reconciler) pruneRevisions(ctx context.Context, revs []appsv1.ControllerRevision, limit int, what string) error {
 	if len(revs) <= limit {
 		return nil
 	}
@@ -168,7 +168,7 @@ func (c *reconciler) pruneRevisions(ctx context.Context, revs []appsv1.Controlle
 
 // listRevisions returns owner's revisions through r: the cache (without their data), or the API
 // server.
-func (c *reconciler) listRevisions(ctx context.Context, r client.Reader, owner client.Object) ([]appsv1.ControllerRevision, error) {
+func (c *Reconciler) listRevisions(ctx context.Context, r client.Reader, owner client.Object) ([]appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{
 		kdagv1alpha1.LabelOwnerUID: string(owner.GetUID()), kdagv1alpha1.LabelController: c.name,

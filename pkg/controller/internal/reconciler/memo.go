@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"crypto/sha256"
@@ -71,7 +71,7 @@ func (r *renders) forgetOwner(owner types.UID) {
 // render returns what s renders to for owner, and the desired object when it had to build it
 // (nil when the memory answered). release renders it without owner reference (its live object
 // is kept by a user's annotation).
-func (c *reconciler) render(owner client.Object, s *nodeSpec, results []nodeResult, release bool) (*rendered, *unstructured.Unstructured, error) {
+func (c *Reconciler) render(owner client.Object, s *nodeSpec, results []nodeResult, release bool) (*rendered, *unstructured.Unstructured, error) {
 	depHash := dependenciesHash(s, results)
 	fp, err := c.fingerprint(s.obj)
 	if err != nil {
@@ -105,7 +105,7 @@ func (c *reconciler) render(owner client.Object, s *nodeSpec, results []nodeResu
 
 // fingerprint returns the SHA-256 of obj's JSON encoding (encoding/json sorts map keys: equal
 // objects, equal fingerprints).
-func (c *reconciler) fingerprint(obj client.Object) ([sha256.Size]byte, error) {
+func (c *Reconciler) fingerprint(obj client.Object) ([sha256.Size]byte, error) {
 	h, ok := c.hashers.Get().(*jsonHasher)
 	if !ok {
 		h = &jsonHasher{sum: sha256.New()}
@@ -130,7 +130,7 @@ type jsonHasher struct {
 // desiredObject returns the node's object as it will be applied (apply.Desired): the author's
 // object with kdag's labels, the Keep annotation, the owner reference, the dependencies' hash
 // and the desired hash; without owner reference when release (a user keeps the live object).
-func (c *reconciler) desiredObject(owner client.Object, s *nodeSpec, depHash string, release bool) (*unstructured.Unstructured, error) {
+func (c *Reconciler) desiredObject(owner client.Object, s *nodeSpec, depHash string, release bool) (*unstructured.Unstructured, error) {
 	return apply.Desired(c.applyOwner(owner), s.obj, s.gvk, c.scheme,
 		apply.DesiredOptions{Keep: s.keep, Release: release, DependenciesHash: depHash})
 }
@@ -145,7 +145,7 @@ type observed struct {
 
 // observation returns what is remembered of obj at its resourceVersion (a copy, to change and
 // store), or an empty one for that resourceVersion.
-func (c *reconciler) observation(obj client.Object) observed {
+func (c *Reconciler) observation(obj client.Object) observed {
 	if v, ok := c.observed.Load(obj.GetUID()); ok {
 		if o := v.(*observed); o.resourceVersion == obj.GetResourceVersion() {
 			return *o
@@ -164,7 +164,7 @@ func unstructuredOf(obj client.Object, s *nodeSpec) (*unstructured.Unstructured,
 }
 
 // liveContentHash returns the content hash of a create-only node's live object.
-func (c *reconciler) liveContentHash(s *nodeSpec, live client.Object) (string, error) {
+func (c *Reconciler) liveContentHash(s *nodeSpec, live client.Object) (string, error) {
 	o := c.observation(live)
 	if o.contentHash != "" {
 		return o.contentHash, nil
@@ -182,7 +182,7 @@ func (c *reconciler) liveContentHash(s *nodeSpec, live client.Object) (string, e
 
 // kstatusReady returns checkReady's kstatus answer for live, from memory when live's
 // resourceVersion is the one last judged.
-func (c *reconciler) kstatusReady(s *nodeSpec, live client.Object) error {
+func (c *Reconciler) kstatusReady(s *nodeSpec, live client.Object) error {
 	if r, ok := resources.TypedReady(live); ok {
 		// A kind without status: no conversion, nothing worth remembering.
 		if !r.Ready {

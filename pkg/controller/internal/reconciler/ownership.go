@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (e *dataKeyMissingError) conditionReason() string { return kdagv1alpha1.Rea
 // watchedObjects returns the objects of specs whose changes must reconcile the owner although
 // the manager's cache does not hold them: the objects of Reference nodes, and, for ProtectsData
 // nodes, their own object and the data they protect.
-func (c *reconciler) watchedObjects(specs []*nodeSpec) ([]referenced.Watched, error) {
+func (c *Reconciler) watchedObjects(specs []*nodeSpec) ([]referenced.Watched, error) {
 	var out []referenced.Watched
 	for _, s := range specs {
 		switch {
@@ -69,7 +69,7 @@ func (c *reconciler) watchedObjects(specs []*nodeSpec) ([]referenced.Watched, er
 
 // protectedData returns the identity and kind of the data s protects (ProtectsData); its
 // namespace defaults to the node's for a namespaced kind.
-func (c *reconciler) protectedData(s *nodeSpec) (graph.NodeID, schema.GroupVersionKind, error) {
+func (c *Reconciler) protectedData(s *nodeSpec) (graph.NodeID, schema.GroupVersionKind, error) {
 	gvk, err := apiutil.GVKForObject(s.protects, c.scheme)
 	if err != nil {
 		return graph.NodeID{}, gvk, errors.Wrapf(err, "%s: the kind of the data it protects", s.id)
@@ -91,7 +91,7 @@ func (c *reconciler) protectedData(s *nodeSpec) (graph.NodeID, schema.GroupVersi
 // which the cache does not hold, may not be created: the data it protects exists, and the object
 // does not (an uncached metadata read tells a missing object from one the cache does not hold,
 // such as a restored copy without kdag's labels, which the create path then adopts or refuses).
-func (c *reconciler) checkProtectedData(ctx context.Context, owner client.Object, s *nodeSpec) error {
+func (c *Reconciler) checkProtectedData(ctx context.Context, owner client.Object, s *nodeSpec) error {
 	if s.protects == nil {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (c *reconciler) checkProtectedData(ctx context.Context, owner client.Object
 }
 
 // namespaced reports whether objects of gvk live in namespaces.
-func (c *reconciler) namespaced(gvk schema.GroupVersionKind) (bool, error) {
+func (c *Reconciler) namespaced(gvk schema.GroupVersionKind) (bool, error) {
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return false, err
@@ -138,13 +138,13 @@ func isNamespaceTerminating(err error) bool {
 
 // markNamespaceTerminating records that namespace is being deleted: its owners are going away,
 // so kdag makes no more attempts to create anything there.
-func (c *reconciler) markNamespaceTerminating(namespace string) {
+func (c *Reconciler) markNamespaceTerminating(namespace string) {
 	c.terminating.Store(namespace, time.Now())
 }
 
 // namespaceTerminating reports whether namespace was seen being deleted (within
 // terminatingMemory).
-func (c *reconciler) namespaceTerminating(namespace string) bool {
+func (c *Reconciler) namespaceTerminating(namespace string) bool {
 	v, ok := c.terminating.Load(namespace)
 	if !ok {
 		return false
@@ -158,7 +158,7 @@ func (c *reconciler) namespaceTerminating(namespace string) bool {
 
 // forgetTerminatingNamespace drops the record of owner's namespace being deleted when owner was
 // created after it was seen: the namespace exists again.
-func (c *reconciler) forgetTerminatingNamespace(owner client.Object) {
+func (c *Reconciler) forgetTerminatingNamespace(owner client.Object) {
 	if v, ok := c.terminating.Load(owner.GetNamespace()); ok && owner.GetCreationTimestamp().After(v.(time.Time)) {
 		c.terminating.Delete(owner.GetNamespace())
 	}
@@ -183,7 +183,7 @@ func errOwnerDeleted(id graph.NodeID, kind string, owner client.Object) error {
 // refuses new objects there, events included). Only objects outside the namespace (another
 // namespace, cluster-scoped) need kdag: with its finalizer held, kdag deletes them (or orphans
 // kept ones) and then removes the finalizer, so that the namespace can go.
-func (c *reconciler) leaveDyingNamespace(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *Reconciler) leaveDyingNamespace(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	logFrom(ctx).V(1).Info("namespace is being deleted: the owner goes with it")
 	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
@@ -204,7 +204,7 @@ func (c *reconciler) leaveDyingNamespace(ctx context.Context, owner client.Objec
 		}
 	}
 	if remaining > 0 {
-		return reconcile.Result{RequeueAfter: teardownRecheck}, nil
+		return reconcile.Result{RequeueAfter: TeardownRecheck}, nil
 	}
 	return c.removeFinalizer(ctx, owner)
 }
@@ -212,7 +212,7 @@ func (c *reconciler) leaveDyingNamespace(ctx context.Context, owner client.Objec
 // removeFinalizer removes kdag's finalizer from owner, on the condition that owner is the version
 // kdag read (another finalizer added meanwhile is not lost). When the cache was behind, the API
 // server answers Conflict: kdag tries again once the cache has caught up, without an error.
-func (c *reconciler) removeFinalizer(ctx context.Context, owner client.Object) (reconcile.Result, error) {
+func (c *Reconciler) removeFinalizer(ctx context.Context, owner client.Object) (reconcile.Result, error) {
 	patch := client.MergeFromWithOptions(owner.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(owner, kdagv1alpha1.Finalizer)
 	err := c.client.Patch(ctx, owner, patch, client.FieldOwner(c.opts.FieldManager))

@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"sync"
@@ -16,23 +16,24 @@ import (
 // owner is never reconciled again here (gone at once, or another shard's) is soon dropped.
 const deletionWindow = time.Minute
 
-// deletions are the owners that this process's reconcilers deleted (a parent's prune of a child
+// Deletions are the owners that this process's reconcilers deleted (a parent's prune of a child
 // owner, a teardown) and whose deletion their own reconciler's cache may not show yet. A
 // reconcile of such an owner from that stale cache, or one that was already running when the
 // deletion was made, would create objects for an owner about to go (found by the crash explorer
 // twice: a Valkey pruned by its Gitea got a new Deployment, deleted again a moment later). One
 // value is shared by the reconcilers of one Setup; every reconciler has one.
-type deletions struct {
+type Deletions struct {
 	mu   sync.Mutex
 	uids map[types.UID]time.Time
 }
 
-func newDeletions() *deletions { return &deletions{uids: map[types.UID]time.Time{}} }
+// NewDeletions returns an empty record of deletions.
+func NewDeletions() *Deletions { return &Deletions{uids: map[types.UID]time.Time{}} }
 
-// record notes that this process deleted the object id with uid now, when it is a custom
+// Record notes that this process deleted the object id with uid now, when it is a custom
 // resource (only those can be another reconciler's owners: a teardown of many built-in objects
 // records nothing), and drops entries older than deletionWindow.
-func (d *deletions) record(id graph.NodeID, uid types.UID) {
+func (d *Deletions) Record(id graph.NodeID, uid types.UID) {
 	if d == nil || uid == "" || clientgoscheme.Scheme.IsGroupRegistered(id.Group) {
 		return
 	}
@@ -50,7 +51,7 @@ func (d *deletions) record(id graph.NodeID, uid types.UID) {
 // deleted reports whether this process deleted the object of uid within deletionWindow, whatever
 // any cache shows: a reconcile that began before that deletion asks it before it creates
 // anything, and before it writes the owner's status.
-func (d *deletions) deleted(uid types.UID) bool {
+func (d *Deletions) deleted(uid types.UID) bool {
 	if d == nil || uid == "" {
 		return false
 	}
@@ -63,7 +64,7 @@ func (d *deletions) deleted(uid types.UID) bool {
 // unseen reports whether this process deleted owner within deletionWindow while owner, as read,
 // shows no deletion yet: its reader is behind this process's own write. An owner that shows its
 // deletion is forgotten.
-func (d *deletions) unseen(owner client.Object) bool {
+func (d *Deletions) unseen(owner client.Object) bool {
 	if d == nil {
 		return false
 	}

@@ -1,16 +1,16 @@
-package controller
+package reconciler
 
 import "github.com/go-logr/logr"
 
-// maxLogVerbosity is the most verbose level of the logger a reconcile runs with: lines of a higher
+// MaxLogVerbosity is the most verbose level of the logger a reconcile runs with: lines of a higher
 // V level are dropped whatever the manager's logger allows (--zap-log-level). client-go logs the
 // bodies of API requests and responses at V(8) through the logger of the request's context
 // (contextual logging), and those bodies hold the data of the Secrets kdag creates. kdag's own
 // lines are at V(0) and V(1).
-const maxLogVerbosity = 7
+const MaxLogVerbosity = 7
 
-// capVerbosity returns l dropping lines above maxLogVerbosity.
-func capVerbosity(l logr.Logger) logr.Logger {
+// CapVerbosity returns l dropping lines above MaxLogVerbosity.
+func CapVerbosity(l logr.Logger) logr.Logger {
 	sink := l.GetSink()
 	if sink == nil {
 		return l
@@ -21,11 +21,11 @@ func capVerbosity(l logr.Logger) logr.Logger {
 	return l.WithSink(cappedSink{LogSink: sink})
 }
 
-// cappedSink is a logr.LogSink that is disabled above maxLogVerbosity.
+// cappedSink is a logr.LogSink that is disabled above MaxLogVerbosity.
 type cappedSink struct{ logr.LogSink }
 
 func (s cappedSink) Enabled(level int) bool {
-	return level <= maxLogVerbosity && s.LogSink.Enabled(level)
+	return level <= MaxLogVerbosity && s.LogSink.Enabled(level)
 }
 
 func (s cappedSink) WithValues(keysAndValues ...any) logr.LogSink {

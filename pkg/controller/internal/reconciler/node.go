@@ -1,4 +1,4 @@
-package controller
+package reconciler
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // processNode brings one node's object to its desired state and checks its readiness. It
 // returns nil when the object is ready, a *waitingError when it is applied but not ready, and
 // an error naming the object otherwise.
-func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
+func (c *Reconciler) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
 	res := &results[i]
 	if s.reference {
 		return c.checkReference(ctx, s, res)
@@ -71,7 +71,7 @@ func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *no
 			return c.desiredObject(owner, s, depHash, release)
 		},
 		BeforeCreate: func(ctx context.Context) error {
-			if c.opts.deletions.deleted(owner.GetUID()) {
+			if c.opts.Deletions.deleted(owner.GetUID()) {
 				return errOwnerDeleted(s.id, c.ownerGVK.Kind, owner)
 			}
 			return c.checkProtectedData(ctx, owner, s)
@@ -110,7 +110,7 @@ func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *no
 	err = c.checkReady(s, current)
 	var w *waitingError
 	if errors.As(err, &w) {
-		span.SetAttributes(attrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
+		span.SetAttributes(AttrOutcome.String(string(kdagv1alpha1.NodeWaiting)))
 		tracing.EndSpan(span, nil)
 	} else {
 		tracing.EndSpan(span, err)
@@ -126,7 +126,7 @@ func (c *reconciler) processNode(ctx context.Context, owner client.Object, s *no
 // would stay out of this shard's sight, never pruned nor torn down. The read is made once per
 // owner and node while the object is gone (remembered until the owner leaves the cache): an
 // unchanged owner's reconcile reads nothing uncached.
-func (c *reconciler) finishedObject(ctx context.Context, owner client.Object, s *nodeSpec) (client.Object, error) {
+func (c *Reconciler) finishedObject(ctx context.Context, owner client.Object, s *nodeSpec) (client.Object, error) {
 	gone := c.renders.finishedGone(owner.GetUID())
 	if _, ok := gone.Load(s.id); ok {
 		return nil, nil
@@ -148,7 +148,7 @@ func (c *reconciler) finishedObject(ctx context.Context, owner client.Object, s 
 }
 
 // applyOwner is owner as the apply engine knows it.
-func (c *reconciler) applyOwner(owner client.Object) apply.Owner {
+func (c *Reconciler) applyOwner(owner client.Object) apply.Owner {
 	return apply.Owner{Object: owner, Kind: c.ownerGVK.Kind, Controller: c.name}
 }
 
@@ -193,7 +193,7 @@ func dependenciesHash(s *nodeSpec, results []nodeResult) string {
 // checkReady judges current, the node's object, by its ReadyWhen function, or else by kstatus
 // (remembered per resourceVersion: kstatus reads the object only). It returns nil when ready, a
 // *waitingError when not yet, an *objectFailedError when the object failed.
-func (c *reconciler) checkReady(s *nodeSpec, current client.Object) error {
+func (c *Reconciler) checkReady(s *nodeSpec, current client.Object) error {
 	readyWhen := s.readyWhen
 	if readyWhen == nil {
 		readyWhen = c.kindReady[s.gvk.GroupKind()]
@@ -229,7 +229,7 @@ func (c *reconciler) checkReady(s *nodeSpec, current client.Object) error {
 	return nil
 }
 
-func (c *reconciler) newObject(s *nodeSpec) (client.Object, error) {
+func (c *Reconciler) newObject(s *nodeSpec) (client.Object, error) {
 	obj, err := c.scheme.New(s.gvk)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: new object", s.id)
@@ -246,7 +246,7 @@ func (c *reconciler) newObject(s *nodeSpec) (client.Object, error) {
 // required keys, or all of a Secret's or ConfigMap's data, or another kind's spec). A missing
 // object or key keeps the node waiting (*waitingError) with a message naming the object and what
 // to do; the reference's watch resumes the owner when it changes.
-func (c *reconciler) checkReference(ctx context.Context, s *nodeSpec, res *nodeResult) error {
+func (c *Reconciler) checkReference(ctx context.Context, s *nodeSpec, res *nodeResult) error {
 	gone := &waitingError{msg: s.id.String() + " does not exist", detail: "it does not exist yet: create it"}
 	m, err := c.refs.Cached(ctx, s.gvk, s.id.Namespace, s.id.Name)
 	switch {

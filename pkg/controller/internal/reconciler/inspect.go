@@ -1,0 +1,23 @@
+package reconciler
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/referenced"
+)
+
+// What kdag's own tests look at inside a Reconciler (pkg/controller's export_test.go passes them
+// on to its external tests). Nothing else calls these.
+
+// Engine returns c's apply engine.
+func (c *Reconciler) Engine() *apply.Engine { return c.engine }
+
+// SetEngine replaces c's apply engine by e.
+func (c *Reconciler) SetEngine(e *apply.Engine) { c.engine = e }
+
+// Clients returns c's client (writes, cached reads) and its uncached reader.
+func (c *Reconciler) Clients() (client.Client, client.Reader) { return c.client, c.reader }
+
+// References returns c's cache of the objects of Graph.Reference and ProtectsData nodes.
+func (c *Reconciler) References() *referenced.Cache { return c.refs }
