@@ -12,9 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -49,9 +46,7 @@ func (secretApp) AddResources(_ context.Context, owner *testapi.Widget, b *contr
 }
 
 func TestPlan_WriteText(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(testapi.AddToScheme(scheme))
+	scheme := testapi.NewScheme()
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app"}}
 	plan, err := plan.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
 	if err != nil {
@@ -129,9 +124,7 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestPlan_WriteTextReportsWriteError(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(testapi.AddToScheme(scheme))
+	scheme := testapi.NewScheme()
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app"}}
 	plan, err := plan.NewPlan(t.Context(), secretApp{}, owner, scheme, nil)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -50,14 +49,7 @@ func (widgets) AddResources(_ context.Context, w *testapi.Widget, b *controller.
 
 func newScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := testapi.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testapi.NewScheme()
 }
 
 func options(t testing.TB) plan.Options {

@@ -5,9 +5,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kdag-dev/kdag/pkg/controllertest"
@@ -16,12 +13,7 @@ import (
 )
 
 // scheme has client-go's types and the Widget test type.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(testapi.AddToScheme(s))
-	return s
-}()
+var scheme = testapi.NewScheme()
 
 // api is the API server of the tests that need one (replicas_test.go), started by the first of
 // them: the ring, decision and member tests run without binaries.
