@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
@@ -75,11 +77,14 @@ func newDriftConflict(object, fieldManager string, fields []resources.FieldDrift
 // Per object: up to limit repairs within window; the next drift starts a pause with no repair
 // (backoff, doubling on every pause up to maxBackoff while the fight goes on). After a pause one
 // repair is tried; if the object drifts again within window, the next, longer pause starts. An
-// object that stays as kdag left it for window after kdag's last repair starts over.
+// object that stays as kdag left it for window after kdag's last repair starts over. The pauses'
+// lengths are client-go's flowcontrol.Backoff per object (initial backoff, doubled up to
+// maxBackoff, no jitter), reset when the object starts over.
 type driftBudget struct {
-	limit                       int // < 0: no limit
-	window, backoff, maxBackoff time.Duration
-	now                         func() time.Time
+	limit  int // < 0: no limit
+	window time.Duration
+	clock  clock.Clock
+	pauses *flowcontrol.Backoff // by object UID
 
 	mu        sync.Mutex
 	objects   map[types.UID]*driftRecord
@@ -87,10 +92,9 @@ type driftBudget struct {
 }
 
 type driftRecord struct {
-	repairs   []time.Time   // kdag's repairs within the window, oldest first
-	holdUntil time.Time     // no repair before this; zero outside a pause
-	backoff   time.Duration // length of the last pause; 0 before the first
-	probation bool          // a pause ended: one more drift within the window starts the next
+	repairs   []time.Time // kdag's repairs within the window, oldest first
+	holdUntil time.Time   // no repair before this; zero outside a pause
+	probation bool        // a pause ended: one more drift within the window starts the next
 }
 
 // driftDecision is what to do with a drifted object.
@@ -100,11 +104,12 @@ type driftDecision struct {
 	started bool          // when !repair: this drift started the pause
 }
 
-func newDriftBudget(o Options) *driftBudget {
-	return &driftBudget{
-		limit: o.DriftRepairLimit, window: o.DriftRepairWindow, backoff: o.DriftBackoff, maxBackoff: o.DriftBackoffMax,
-		now: time.Now, objects: map[types.UID]*driftRecord{},
-	}
+// newDriftBudget returns the budget of o's drift options on c (clock.RealClock outside tests).
+func newDriftBudget(o Options, c clock.Clock) *driftBudget {
+	pauses := flowcontrol.NewBackOff(o.DriftBackoff, o.DriftBackoffMax)
+	pauses.Clock = c
+	return &driftBudget{limit: o.DriftRepairLimit, window: o.DriftRepairWindow, clock: c, pauses: pauses,
+		objects: map[types.UID]*driftRecord{}}
 }
 
 // decide records that the object uid drifted and says whether to repair it now.
@@ -112,7 +117,7 @@ func (b *driftBudget) decide(uid types.UID) driftDecision {
 	if b.limit < 0 {
 		return driftDecision{repair: true}
 	}
-	now := b.now()
+	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sweep(now)
@@ -129,6 +134,7 @@ func (b *driftBudget) decide(uid types.UID) driftDecision {
 	}
 	if n := len(r.repairs); n > 0 && now.Sub(r.repairs[n-1]) >= b.window {
 		*r = driftRecord{} // stable for a window since kdag's last repair: start over
+		b.pauses.Reset(string(uid))
 	}
 	r.repairs = slices.DeleteFunc(r.repairs, func(t time.Time) bool { return now.Sub(t) >= b.window })
 	limit := b.limit
@@ -136,9 +142,10 @@ func (b *driftBudget) decide(uid types.UID) driftDecision {
 		limit = 1
 	}
 	if len(r.repairs) >= limit {
-		r.backoff = min(max(2*r.backoff, b.backoff), b.maxBackoff)
-		r.holdUntil, r.repairs = now.Add(r.backoff), nil
-		return driftDecision{hold: r.backoff, started: true}
+		b.pauses.Next(string(uid), now)
+		pause := b.pauses.Get(string(uid))
+		r.holdUntil, r.repairs = now.Add(pause), nil
+		return driftDecision{hold: pause, started: true}
 	}
 	r.repairs = append(r.repairs, now)
 	return driftDecision{repair: true}
@@ -160,6 +167,7 @@ func (b *driftBudget) sweep(now time.Time) {
 		}
 		if now.Sub(quietSince) >= b.window {
 			delete(b.objects, uid)
+			b.pauses.Reset(string(uid))
 		}
 	}
 }
@@ -169,4 +177,5 @@ func (b *driftBudget) forget(uid types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.objects, uid)
+	b.pauses.Reset(string(uid))
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestDriftBudget_Decide walks one object through a long fight on a fake clock: limit repairs in
@@ -13,9 +14,8 @@ import (
 // once the object stayed as kdag left it for a window.
 func TestDriftBudget_Decide(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
-	now := start
-	b := newDriftBudget(Options{DriftRepairLimit: 2, DriftRepairWindow: time.Minute, DriftBackoff: 30 * time.Second, DriftBackoffMax: 100 * time.Second})
-	b.now = func() time.Time { return now }
+	fake := clocktesting.NewFakeClock(start)
+	b := newDriftBudget(Options{DriftRepairLimit: 2, DriftRepairWindow: time.Minute, DriftBackoff: 30 * time.Second, DriftBackoffMax: 100 * time.Second}, fake)
 	const uid = types.UID("u1")
 	steps := []struct {
 		at   time.Duration // since start
@@ -35,7 +35,7 @@ func TestDriftBudget_Decide(t *testing.T) {
 		{302 * time.Second, driftDecision{hold: 30 * time.Second, started: true}}, // backoff starts over too
 	}
 	for _, s := range steps {
-		now = start.Add(s.at)
+		fake.SetTime(start.Add(s.at))
 		if got := b.decide(uid); got != s.want {
 			t.Fatalf("at %s: decide = %+v, want %+v", s.at, got, s.want)
 		}
@@ -48,7 +48,7 @@ func TestDriftBudget_Decide(t *testing.T) {
 		t.Errorf("after forget: decide = %+v, want a repair", got)
 	}
 
-	unlimited := newDriftBudget(Options{DriftRepairLimit: -1})
+	unlimited := newDriftBudget(Options{DriftRepairLimit: -1}, fake)
 	for i := range 100 {
 		if got := unlimited.decide(uid); !got.repair {
 			t.Fatalf("no limit: decide #%d = %+v, want a repair", i, got)
@@ -61,9 +61,8 @@ func TestDriftBudget_Decide(t *testing.T) {
 // record, and with it its backoff.
 func TestDriftBudget_SweepsQuietObjects(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
-	now := start
-	b := newDriftBudget(Options{DriftRepairLimit: 1, DriftRepairWindow: time.Minute, DriftBackoff: 10 * time.Minute, DriftBackoffMax: time.Hour})
-	b.now = func() time.Time { return now }
+	fake := clocktesting.NewFakeClock(start)
+	b := newDriftBudget(Options{DriftRepairLimit: 1, DriftRepairWindow: time.Minute, DriftBackoff: 10 * time.Minute, DriftBackoffMax: time.Hour}, fake)
 	for i := range 100 {
 		b.decide(types.UID(fmt.Sprint("quiet-", i)))
 	}
@@ -71,7 +70,7 @@ func TestDriftBudget_SweepsQuietObjects(t *testing.T) {
 	if d := b.decide("fighting"); d.repair {
 		t.Fatalf("second drift within the window with limit 1: %+v, want a pause", d)
 	}
-	now = start.Add(2 * time.Minute)
+	fake.SetTime(start.Add(2 * time.Minute))
 	b.decide("new")
 	if _, ok := b.objects["fighting"]; !ok {
 		t.Error("the record of an object in a pause was swept")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -185,7 +186,7 @@ func New(c client.Client, reader client.Reader, schemas *schemas.Provider, opts 
 		return nil, errors.New("apply.New: empty field manager")
 	}
 	opts.defaults()
-	return &Engine{client: c, reader: reader, schemas: schemas, opts: opts, drift: newDriftBudget(opts)}, nil
+	return &Engine{client: c, reader: reader, schemas: schemas, opts: opts, drift: newDriftBudget(opts, clock.RealClock{})}, nil
 }
 
 // FieldManager returns the engine's field manager.
