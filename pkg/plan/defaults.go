@@ -1,40 +1,31 @@
 package plan
 
 import (
+	"github.com/pkg/errors"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 )
 
-// applyDefaults fills x with the schema's defaults as the API server does for a structural
-// schema: a missing property with a default gets a copy of it, then defaults apply inside every
-// object, array item and map value, the defaulted ones included.
-func applyDefaults(x any, s *apiextensionsv1.JSONSchemaProps) {
-	if s == nil {
-		return
+// structural returns s as the API server holds a CRD version's schema: apiextensions' structural
+// schema, which its defaulting reads. It returns an error when s does not convert or is not
+// structural (the API server refuses such a v1 CRD).
+func structural(s *apiextensionsv1.JSONSchemaProps) (*structuralschema.Structural, error) {
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
+		return nil, errors.Wrap(err, "convert the schema")
 	}
-	switch v := x.(type) {
-	case map[string]any:
-		for name, prop := range s.Properties {
-			if _, ok := v[name]; !ok && prop.Default != nil {
-				var d any
-				if err := yaml.Unmarshal(prop.Default.Raw, &d); err == nil {
-					v[name] = d
-				}
-			}
-			if child, ok := v[name]; ok {
-				applyDefaults(child, &prop)
-			}
-		}
-		if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
-			for _, child := range v {
-				applyDefaults(child, ap.Schema)
-			}
-		}
-	case []any:
-		if s.Items != nil && s.Items.Schema != nil {
-			for _, item := range v {
-				applyDefaults(item, s.Items.Schema)
-			}
-		}
+	st, err := structuralschema.NewStructural(internal)
+	return st, errors.Wrap(err, "the schema is not structural")
+}
+
+// applyDefaults fills x, an object's JSON content, with s's defaults as the API server does when
+// the object is created or read (apiextensions' structural defaulting): a missing property with a
+// default gets a copy of it, then defaults apply inside every object, array item and map value,
+// the defaulted ones included. A nil s leaves x alone.
+func applyDefaults(x any, s *structuralschema.Structural) {
+	if s != nil {
+		structuraldefaulting.Default(x, s)
 	}
 }

@@ -1,10 +1,12 @@
 package plan
 
 import (
-	"reflect"
+	"encoding/json"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -66,9 +68,25 @@ properties:
 			if err := yaml.Unmarshal([]byte(tc.want), &want); err != nil {
 				t.Fatal(err)
 			}
-			applyDefaults(got, tc.schema)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("applyDefaults(%s) = %v, want %v", tc.in, got, want)
+			var st *structuralschema.Structural
+			if tc.schema != nil {
+				var err error
+				if st, err = structural(tc.schema); err != nil {
+					t.Fatal(err)
+				}
+			}
+			applyDefaults(got, st)
+			// Compared as JSON: the API server's defaulting gives integers as int64, YAML as float64.
+			gotJSON, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(wantJSON), string(gotJSON)); diff != "" {
+				t.Errorf("applyDefaults(%s) (-want +got):\n%s", tc.in, diff)
 			}
 		})
 	}
@@ -79,9 +97,13 @@ func TestApplyDefaults_DefaultsAreCopies(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(`{type: object, properties: {tags: {type: object, default: {a: "1"}}}}`), s); err != nil {
 		t.Fatal(err)
 	}
+	st, err := structural(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	first, second := map[string]any{}, map[string]any{}
-	applyDefaults(first, s)
-	applyDefaults(second, s)
+	applyDefaults(first, st)
+	applyDefaults(second, st)
 	first["tags"].(map[string]any)["a"] = "changed"
 	if got := second["tags"].(map[string]any)["a"]; got != "1" {
 		t.Errorf("second object's default = %v after the first's changed, want a copy with 1", got)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pkg/errors"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,7 +66,7 @@ type Options struct {
 type Planner struct {
 	scheme     *runtime.Scheme
 	components map[schema.GroupKind]controller.Component
-	schemas    map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps
+	schemas    map[schema.GroupVersionKind]*structuralschema.Structural
 }
 
 // New returns a Planner for opts. It returns an error when opts has no scheme or no component,
@@ -81,7 +82,7 @@ func New(opts Options) (*Planner, error) {
 	p := &Planner{
 		scheme:     opts.Scheme,
 		components: map[schema.GroupKind]controller.Component{},
-		schemas:    map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps{},
+		schemas:    map[schema.GroupVersionKind]*structuralschema.Structural{},
 	}
 	for _, c := range opts.Components {
 		gvk, err := apiutil.GVKForObject(c.NewOwner(), opts.Scheme)
@@ -124,9 +125,13 @@ func (p *Planner) readSchemas(fsys fs.FS) error {
 				continue
 			}
 			for _, v := range crd.Spec.Versions {
-				if v.Schema != nil {
+				if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+					st, err := structural(v.Schema.OpenAPIV3Schema)
+					if err != nil {
+						return errors.Wrapf(err, "plan.New: CRD %s version %s in %s", crd.Name, v.Name, path)
+					}
 					gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-					p.schemas[gvk] = v.Schema.OpenAPIV3Schema
+					p.schemas[gvk] = st
 				}
 			}
 		}
@@ -273,9 +278,7 @@ func (p *Planner) children(plan *Plan) ([]client.Object, error) {
 // typed defaults u with its CRD schema and converts it to its Go type, with a placeholder UID
 // when it has none (the owner is not created: its children's owner references need one).
 func (p *Planner) typed(u *unstructured.Unstructured) (client.Object, error) {
-	if s := p.schemas[u.GroupVersionKind()]; s != nil {
-		applyDefaults(u.Object, s)
-	}
+	applyDefaults(u.Object, p.schemas[u.GroupVersionKind()])
 	obj, err := p.scheme.New(u.GroupVersionKind())
 	if err != nil {
 		return nil, errors.WithStack(err)
