@@ -536,6 +536,7 @@ func (c *Reconciler) runGraph(ctx context.Context, owner client.Object, specs []
 	defer span.End()
 	runStart := time.Now()
 	results := make([]nodeResult, len(specs))
+	oc := &ownerCheck{}
 	edges := 0
 	for _, s := range specs {
 		edges += len(s.blockers)
@@ -552,7 +553,7 @@ func (c *Reconciler) runGraph(ctx context.Context, owner client.Object, specs []
 			// their slots is safe; each node writes only its own slot.
 			ctx, span := startNodeSpan(ctx, s, results, runStart)
 			results[i].spanContext = span.SpanContext()
-			err := c.processNode(ctx, owner, s, results, i)
+			err := c.processNode(ctx, owner, oc, s, results, i)
 			span.SetAttributes(AttrAction.String(string(results[i].action)))
 			var w *waitingError
 			switch {

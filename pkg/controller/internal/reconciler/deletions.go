@@ -17,7 +17,8 @@ import (
 const deletionWindow = time.Minute
 
 // Deletions are the owners that this process's reconcilers deleted (a parent's prune of a child
-// owner, a teardown) and whose deletion their own reconciler's cache may not show yet. A
+// owner, a teardown), or found gone on the API server (ownerGone), and whose deletion their own
+// reconciler's cache may not show yet. A
 // reconcile of such an owner from that stale cache, or one that was already running when the
 // deletion was made, would create objects for an owner about to go (found by the crash explorer
 // twice: a Valkey pruned by its Gitea got a new Deployment, deleted again a moment later). One

@@ -23,7 +23,7 @@ import (
 // processNode brings one node's object to its desired state and checks its readiness. It
 // returns nil when the object is ready, a *waitingError when it is applied but not ready, and
 // an error naming the object otherwise.
-func (c *Reconciler) processNode(ctx context.Context, owner client.Object, s *nodeSpec, results []nodeResult, i int) error {
+func (c *Reconciler) processNode(ctx context.Context, owner client.Object, oc *ownerCheck, s *nodeSpec, results []nodeResult, i int) error {
 	res := &results[i]
 	if s.reference {
 		return c.checkReference(ctx, s, res)
@@ -73,6 +73,15 @@ func (c *Reconciler) processNode(ctx context.Context, owner client.Object, s *no
 		BeforeCreate: func(ctx context.Context) error {
 			if c.opts.Deletions.deleted(owner.GetUID()) {
 				return errOwnerDeleted(s.id, c.ownerGVK.Kind, owner)
+			}
+			if statusListsApplied(owner, s.id) {
+				// Created again: is the owner still there?
+				switch gone, err := c.ownerGone(ctx, owner, oc); {
+				case err != nil:
+					return errors.Wrapf(err, "%s", s.id)
+				case gone:
+					return errOwnerDeleted(s.id, c.ownerGVK.Kind, owner)
+				}
 			}
 			return c.checkProtectedData(ctx, owner, s)
 		},

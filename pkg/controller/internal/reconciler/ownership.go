@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/pkg/errors"
@@ -170,8 +171,9 @@ func errNamespaceTerminating(id graph.NodeID) error {
 	return &waitingError{msg: id.String() + ": its namespace is being deleted", detail: "its namespace is being deleted"}
 }
 
-// errOwnerDeleted is the node's state when this process deleted its owner while the owner's
-// reconcile ran (a parent's prune): waiting, not an error; nothing is created for an owner that is
+// errOwnerDeleted is the node's state when its owner is going while the owner's reconcile runs:
+// this process deleted it (a parent's prune), or the API server no longer holds it as the
+// reconcile read it (ownerGone). Waiting, not an error; nothing is created for an owner that is
 // going, and the deletion's event reconciles it again (its teardown).
 func errOwnerDeleted(id graph.NodeID, kind string, owner client.Object) error {
 	detail := fmt.Sprintf("its owner %s %s/%s is being deleted", kind, owner.GetNamespace(), owner.GetName())
@@ -220,4 +222,45 @@ func (c *Reconciler) removeFinalizer(ctx context.Context, owner client.Object) (
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	return reconcile.Result{}, errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+}
+
+// ownerCheck is one reconcile's live read of its owner (ownerGone): made at most once, by the
+// first node that asks, whatever the number of nodes running concurrently.
+type ownerCheck struct {
+	once sync.Once
+	gone bool
+	err  error
+}
+
+// ownerGone reports whether owner, as the API server holds it now, is gone, replaced by another
+// object of its name (another UID) or being deleted, while the reconcile's copy (the cache's, or
+// one read before a deletion made while the graph ran) shows none of that. It is asked before an
+// object that the owner's last status lists as applied is created again: that object was deleted,
+// and the one who deletes an owner's objects is often the garbage collector, which deletes them
+// once the owner is gone, and which the owner's cache may not have seen yet. Created then, the
+// object would be garbage at once, deleted again a moment later (found by the crash explorer:
+// TestGitea_DeletedWithDeletePolicy after write 21, the Valkey's Deployment). The read is of
+// metadata only, uncached, and made at most once per reconcile, only there: a first deploy and a
+// no-op read nothing. A gone owner is recorded in Deletions, so that the reconcile writes no
+// status either. The error is the read's, naming the owner.
+func (c *Reconciler) ownerGone(ctx context.Context, owner client.Object, oc *ownerCheck) (bool, error) {
+	oc.once.Do(func() {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(c.ownerGVK)
+		switch err := c.reader.Get(ctx, client.ObjectKeyFromObject(owner), m); {
+		case apierrors.IsNotFound(err):
+			oc.gone = true
+		case err != nil:
+			oc.err = errors.Wrapf(err, "%s %s/%s: read the owner from the API server before creating again an object "+
+				"it had (retried; the account needs get on %s)", c.ownerGVK.Kind, owner.GetNamespace(), owner.GetName(), c.ownerGVK.Kind)
+			return
+		default:
+			oc.gone = m.UID != owner.GetUID() || m.DeletionTimestamp != nil
+		}
+		if oc.gone {
+			c.opts.Deletions.Record(graph.NodeID{Group: c.ownerGVK.Group, Kind: c.ownerGVK.Kind,
+				Namespace: owner.GetNamespace(), Name: owner.GetName()}, owner.GetUID())
+		}
+	})
+	return oc.gone, oc.err
 }
