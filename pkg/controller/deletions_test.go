@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/controller"
@@ -140,9 +141,19 @@ func TestReconcile_GoneOwnerGetsNothingCreatedAgain(t *testing.T) {
 			act := &atomic.Pointer[func(*testapi.Widget)]{}
 			f := newFixture(t, goneMidway{widgetRM: widgetRM{readyDeployment: true}, act: act})
 			t.Cleanup(func() {
-				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: f.ns}}
-				if f.Get(w) && len(w.Finalizers) > 0 {
-					f.update(&testapi.Widget{}, "app", func(o client.Object) { o.SetFinalizers(nil) })
+				// The test's finalizer released, without Harness.Update: that waits for the cache
+				// to hold the update, and this one deletes the Widget.
+				key := client.ObjectKey{Namespace: f.ns, Name: "app"}
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					w := &testapi.Widget{}
+					if err := f.Client.Get(context.Background(), key, w); err != nil || len(w.Finalizers) == 0 {
+						return client.IgnoreNotFound(err)
+					}
+					w.Finalizers = nil
+					return client.IgnoreNotFound(f.Client.Update(context.Background(), w))
+				})
+				if err != nil {
+					t.Errorf("release the Widget's finalizer: %v", err)
 				}
 			})
 			ownerReads := func() int {
