@@ -19,7 +19,9 @@
 //     desired values: values another field manager changed (resources.DriftFields) and fields
 //     removed from kdag's Apply entry (resources.MissingFields, with the API server's OpenAPI
 //     schema, so changes made while kdag was down are found too); an object verified at its
-//     resourceVersion is not examined again;
+//     resourceVersion is not examined again, and one changed since only in fields that are not
+//     kdag's (a controller's status, another writer's label: kdag's Apply entry is byte for
+//     byte the one verified) needs no schema;
 //   - repairs drift with a forced apply, at most Options.DriftRepairLimit times per
 //     DriftRepairWindow and object, then holds with backoff (*DriftConflictError); or, with
 //     Policy.Drift DriftReport, writes nothing and returns the drifted fields with action

@@ -160,8 +160,9 @@ func (o *Options) defaults() {
 }
 
 // Engine applies objects with one field manager. It is safe for concurrent use; it remembers,
-// per object UID, the resourceVersion at which it last found the object as wanted (so that an
-// unchanged object costs no drift computation) and its drift repairs (the budget). Call Forget
+// per object UID, the resourceVersion at which it last found the object as wanted and the
+// fingerprint of its Apply entry then (so that an unchanged object costs no drift computation,
+// and one changed only by others no schema) and its drift repairs (the budget). Call Forget
 // when an object is deleted.
 type Engine struct {
 	client  client.Client // writes
@@ -373,8 +374,7 @@ func (e *Engine) applyInto(ctx context.Context, desired *unstructured.Unstructur
 	if err = e.applyError(ctx, err, desired); err != nil {
 		return err
 	}
-	e.verified.Store(into.GetUID(), verifiedAt{
-		resourceVersion: into.GetResourceVersion(), desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]})
+	e.verify(into, desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash])
 	return nil
 }
 
@@ -448,8 +448,7 @@ func (e *Engine) apply(ctx context.Context, desired *unstructured.Unstructured) 
 		return err
 	}
 	// The response is the object as kdag wants it: nothing to check until it changes.
-	e.verified.Store(desired.GetUID(), verifiedAt{
-		resourceVersion: desired.GetResourceVersion(), desiredHash: desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash]})
+	e.verify(desired, desired.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash])
 	return nil
 }
 

@@ -54,6 +54,20 @@ type engineFixture struct {
 	engine *apply.Engine
 	owner  apply.Owner
 	writes *atomic.Int64
+	// schemaReads counts the engine's reads of the API server's OpenAPI documents.
+	schemaReads *atomic.Int64
+}
+
+type countSchemaReads struct {
+	next  http.RoundTripper
+	reads *atomic.Int64
+}
+
+func (c countSchemaReads) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(r.URL.Path, "/openapi/") {
+		c.reads.Add(1)
+	}
+	return c.next.RoundTrip(r)
 }
 
 type countWrites struct {
@@ -73,7 +87,7 @@ func newEngine(t *testing.T) *engineFixture { return newEngineWith(t, nil) }
 // newEngineWith is newEngine with the engine's client passed through wrap first (nil: as it is).
 func newEngineWith(t *testing.T, wrap func(client.WithWatch) client.WithWatch) *engineFixture {
 	t.Helper()
-	f := &engineFixture{t: t, ns: env.Namespace(t), writes: &atomic.Int64{}}
+	f := &engineFixture{t: t, ns: env.Namespace(t), writes: &atomic.Int64{}, schemaReads: &atomic.Int64{}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countWrites{next: rt, writes: f.writes} })
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
@@ -83,12 +97,14 @@ func newEngineWith(t *testing.T, wrap func(client.WithWatch) client.WithWatch) *
 	if wrap != nil {
 		c = wrap(c)
 	}
-	httpClient, err := rest.HTTPClientFor(env.Config)
+	schemaCfg := rest.CopyConfig(env.Config)
+	schemaCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countSchemaReads{next: rt, reads: f.schemaReads} })
+	httpClient, err := rest.HTTPClientFor(schemaCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(httpClient.CloseIdleConnections)
-	provider, err := schemas.NewProviderForConfig(env.Config, httpClient, schemas.Options{})
+	provider, err := schemas.NewProviderForConfig(schemaCfg, httpClient, schemas.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,6 +418,70 @@ func TestEngine_CreateReturnsTheStoredObject(t *testing.T) {
 			again, writes, err := f.apply(tt.obj(), apply.Policy{})
 			if err != nil || again.Action != apply.Skipped || writes != 0 {
 				t.Errorf("the same desired state again: %s with %d writes, error %v; want skipped without a write", again.Action, writes, err)
+			}
+		})
+	}
+}
+
+// TestEngine_OthersChangesNeedNoSchema: an object kdag applied that others changed since, only in
+// fields that are not kdag's (another writer's label, as a controller's status would), is
+// skipped without a write and without reading the API server's OpenAPI schema, since kdag's
+// Apply entry is the one verified. A field kdag applied that another writer then removed (no
+// foreign entry shows it) changes that entry: the check reads the schema, finds the field and
+// repairs it. Both for a kind whose create response is decoded typed and for one kept
+// unstructured.
+func TestEngine_OthersChangesNeedNoSchema(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  func() client.Object
+	}{
+		{name: "ConfigMap: typed", obj: func() client.Object {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "others-cm", Labels: map[string]string{"app": "web"}},
+				Data: map[string]string{"k": "v"}}
+		}},
+		{name: "Service: unstructured", obj: func() client.Object {
+			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "others-svc", Labels: map[string]string{"app": "web"}},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newEngine(t) // its own schema provider: nothing fetched before
+			if ch, _, err := f.apply(tt.obj(), apply.Policy{}); err != nil || ch.Action != apply.Created {
+				t.Fatalf("create: %s, error %v", ch.Action, err)
+			}
+			// Another writer adds a label of its own: a new resourceVersion, kdag's fields untouched.
+			live := f.live(tt.obj())
+			patch := client.MergeFrom(live.DeepCopyObject().(client.Object))
+			labels := live.GetLabels()
+			labels["team"] = "payments"
+			live.SetLabels(labels)
+			if err := env.Client.Patch(t.Context(), live, patch, client.FieldOwner("kubectl-label")); err != nil {
+				t.Fatal(err)
+			}
+			reads := f.schemaReads.Load()
+			ch, writes, err := f.apply(tt.obj(), apply.Policy{})
+			if err != nil || ch.Action != apply.Skipped || writes != 0 {
+				t.Errorf("after another writer's label: %s with %d writes, error %v; want skipped without a write", ch.Action, writes, err)
+			}
+			if n := f.schemaReads.Load() - reads; n != 0 {
+				t.Errorf("after another writer's label: %d reads of the OpenAPI schema, want 0 (kdag's Apply entry is the one verified)", n)
+			}
+			// Another writer removes the label kdag applied, with an update: no foreign entry says so.
+			live = f.live(tt.obj())
+			labels = live.GetLabels()
+			delete(labels, "app")
+			live.SetLabels(labels)
+			if err := env.Client.Update(t.Context(), live, client.FieldOwner("kubectl-edit")); err != nil {
+				t.Fatal(err)
+			}
+			ch, writes, err = f.apply(tt.obj(), apply.Policy{})
+			if err != nil || ch.Action != apply.Applied || writes != 1 || !slices.Equal(ch.Drifted, []string{".metadata.labels.app"}) {
+				t.Errorf("after another writer removed kdag's label: %s with %d writes, drifted %v, error %v; want applied with 1 write, drifted [.metadata.labels.app]",
+					ch.Action, writes, ch.Drifted, err)
+			}
+			if got := f.live(tt.obj()).GetLabels()["app"]; got != "web" {
+				t.Errorf("label app is %q after the repair, want web", got)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	}
 	drifted := driftPaths(fields)
 	unchanged := live.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
-	if len(drifted) == 0 && unchanged {
+	if len(drifted) == 0 && unchanged && !e.entryVerified(live, hash) {
 		missing, err := resources.MissingFields(live, desired, e.opts.FieldManager, e.schemas.WithContext(ctx))
 		if err != nil {
 			// Whether someone removed a field kdag set is unknown: apply, which repairs it if
@@ -85,7 +86,7 @@ func (e *Engine) update(ctx context.Context, owner Owner, desired *unstructured.
 	}
 	if len(drifted) == 0 && unchanged {
 		e.reported.Delete(live.GetUID())
-		e.verified.Store(live.GetUID(), verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash})
+		e.verify(live, hash)
 		return Change{Action: Skipped, Object: live}, nil
 	}
 	if len(drifted) > 0 && unchanged && p.Drift == DriftReport {
@@ -158,17 +159,68 @@ func (e *Engine) report(live client.Object, hash string, fields []string) (repea
 	return ok && slices.Equal(prev.(reportedAt).fields, fields)
 }
 
-// verifiedAt is the state in which the engine last found an object as it wants it.
+// verifiedAt is the state in which the engine last found an object as it wants it: its
+// resourceVersion, the desired hash, and the fingerprint of kdag's Apply entry in its managed
+// fields (appliedEntry), which then held every field kdag applies.
 type verifiedAt struct {
 	resourceVersion, desiredHash string
+	entry                        uint64
+}
+
+// verify records obj, as the API server returned or the cache holds it, as found the way the
+// engine wants it for the desired hash hash.
+func (e *Engine) verify(obj metav1.Object, hash string) {
+	e.verified.Store(obj.GetUID(), verifiedAt{
+		resourceVersion: obj.GetResourceVersion(), desiredHash: hash, entry: appliedEntry(obj, e.opts.FieldManager)})
 }
 
 // isVerified reports whether the engine found live, at its resourceVersion, as it wants it with
 // the desired hash hash: nothing changed the object since, so the drift check would find nothing.
 func (e *Engine) isVerified(live client.Object, hash string) bool {
 	v, ok := e.verified.Load(live.GetUID())
-	return ok && v.(verifiedAt) == verifiedAt{resourceVersion: live.GetResourceVersion(), desiredHash: hash} &&
+	if !ok {
+		return false
+	}
+	at := v.(verifiedAt)
+	return at.resourceVersion == live.GetResourceVersion() && at.desiredHash == hash &&
 		live.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
+}
+
+// entryVerified reports whether kdag's Apply entry in live's managed fields is, byte for byte,
+// the one the engine last verified for the desired hash hash, at an earlier resourceVersion:
+// then no field kdag applies was removed since, and resources.MissingFields (which needs the API
+// server's schema) can only find nothing. The API server recomputes every manager's entry on
+// each write (KEP-555): a field another writer removes, or changes with an update or a forced
+// apply, leaves kdag's entry, so an identical entry means kdag still owns all it applied. A
+// write that changed only others' fields (a controller's status, a label of someone else's)
+// leaves the entry as it was; the object's own resourceVersion, generation or the entry's
+// timestamp are not part of the fingerprint. After a restart the engine remembers nothing and
+// checks in full, so edits made while kdag was down are still found.
+func (e *Engine) entryVerified(live client.Object, hash string) bool {
+	v, ok := e.verified.Load(live.GetUID())
+	if !ok {
+		return false
+	}
+	at := v.(verifiedAt)
+	return at.desiredHash == hash && at.entry != 0 && at.entry == appliedEntry(live, e.opts.FieldManager)
+}
+
+// appliedEntry is the FNV-1a 64-bit hash of the field set (fieldsV1, as the API server
+// serialized it) of fieldManager's Apply entry on the main resource of obj, 0 when there is none.
+func appliedEntry(obj metav1.Object, fieldManager string) uint64 {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			mf.Subresource == "" && mf.FieldsV1 != nil {
+			raw := mf.FieldsV1.GetRawBytes()
+			if len(raw) == 0 {
+				return 0
+			}
+			h := fnv.New64a()
+			_, _ = h.Write(raw)
+			return max(h.Sum64(), 1)
+		}
+	}
+	return 0
 }
 
 // driftPaths returns the distinct paths of fields, sorted.
