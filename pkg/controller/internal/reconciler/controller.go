@@ -441,14 +441,27 @@ func (c *Reconciler) reconcileGraph(ctx context.Context, owner client.Object) (*
 		return r, nil
 	}
 	// An object kdag cannot own by reference is deleted (or orphaned) by kdag when the owner
-	// goes: the finalizer must be in place before the first such object exists.
-	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) && needsFinalizer(owner, specs) {
-		if err := c.addFinalizer(ctx, owner); err != nil {
-			return nil, err
+	// goes: the finalizer must be in place before the first such object exists. It is written
+	// while the graph runs, and only those objects' creates wait for it (finalizerWrite); a
+	// BeforeDelete hook, which must see every object, has it written first.
+	var fw *finalizerWrite
+	if !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
+		switch needsFinalizer(owner, specs) {
+		case finalizerFirst:
+			if err := c.addFinalizer(ctx, owner); err != nil {
+				return nil, err
+			}
+		case finalizerBeside:
+			fw = c.startFinalizer(ctx, owner)
 		}
 	}
 	runStart := time.Now()
-	r.nodes = c.runGraph(ctx, owner, specs)
+	r.nodes = c.runGraph(ctx, owner, fw, specs)
+	if err := fw.end(owner); err != nil {
+		// The objects that needed it were not created; those the garbage collector deletes
+		// with the owner were. The reconcile is retried, as when nothing ran.
+		return nil, err
+	}
 	r.summarize()
 	if r.wantsFinalizer() && !controllerutil.ContainsFinalizer(owner, kdagv1alpha1.Finalizer) {
 		// A user keeps an object: the finalizer first, then, on the next reconcile,
@@ -531,12 +544,12 @@ func firstErr(errs ...error) error {
 }
 
 // runGraph applies every node, each once its blockers are ready.
-func (c *Reconciler) runGraph(ctx context.Context, owner client.Object, specs []*nodeSpec) []nodeResult {
+func (c *Reconciler) runGraph(ctx context.Context, owner client.Object, fw *finalizerWrite, specs []*nodeSpec) []nodeResult {
 	ctx, span := startSpan(ctx, SpanRunGraph, trace.WithAttributes(attrNodes.Int(len(specs))))
 	defer span.End()
 	runStart := time.Now()
 	results := make([]nodeResult, len(specs))
-	oc := &ownerCheck{}
+	oc := &ownerCheck{finalizer: fw}
 	edges := 0
 	for _, s := range specs {
 		edges += len(s.blockers)
@@ -599,6 +612,59 @@ func (c *Reconciler) runGraph(ctx context.Context, owner client.Object, specs []
 	}
 	recordSkippedNodeSpans(ctx, results, run)
 	return results
+}
+
+// finalizerWrite is the owner's finalizer being added while its graph runs (startFinalizer). The
+// nodes whose objects need it (not owned by reference) wait for it before they create anything;
+// the others do not.
+type finalizerWrite struct {
+	done  chan struct{}
+	added client.Object // a copy of the owner, as the patch returned it; nil on error
+	err   error
+}
+
+// startFinalizer adds kdag's finalizer to a copy of owner, in its own goroutine: the graph's
+// nodes read owner meanwhile. End returns the result and brings it into owner.
+func (c *Reconciler) startFinalizer(ctx context.Context, owner client.Object) *finalizerWrite {
+	fw := &finalizerWrite{done: make(chan struct{})}
+	copied := owner.DeepCopyObject().(client.Object)
+	go func() {
+		defer close(fw.done)
+		if fw.err = c.addFinalizer(ctx, copied); fw.err == nil {
+			fw.added = copied
+		}
+	}()
+	return fw
+}
+
+// wait returns once the finalizer is added (nil), failed (the write's error) or ctx ended (its
+// error). A nil fw (the owner had the finalizer, or needs none) returns nil at once.
+func (fw *finalizerWrite) wait(ctx context.Context) error {
+	if fw == nil {
+		return nil
+	}
+	select {
+	case <-fw.done:
+		return fw.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// end waits for the write, which ends with the reconcile's context at the latest, and returns
+// its error; added, the owner gets the finalizer and the resourceVersion the patch returned. Call
+// it once no node runs.
+func (fw *finalizerWrite) end(owner client.Object) error {
+	if fw == nil {
+		return nil
+	}
+	<-fw.done
+	if fw.err != nil {
+		return fw.err
+	}
+	owner.SetFinalizers(fw.added.GetFinalizers())
+	owner.SetResourceVersion(fw.added.GetResourceVersion())
+	return nil
 }
 
 func (c *Reconciler) addFinalizer(ctx context.Context, owner client.Object) error {

@@ -74,6 +74,11 @@ func (c *Reconciler) processNode(ctx context.Context, owner client.Object, oc *o
 			if c.opts.Deletions.deleted(owner.GetUID()) {
 				return errOwnerDeleted(s.id, c.ownerGVK.Kind, owner)
 			}
+			if needsOwnerFinalizer(owner, s) {
+				if err := oc.finalizer.wait(ctx); err != nil {
+					return errors.Wrapf(err, "%s: not created before its owner holds kdag's finalizer", s.id)
+				}
+			}
 			if statusListsApplied(owner, s.id) {
 				// Created again: is the owner still there?
 				switch gone, err := c.ownerGone(ctx, owner, oc); {
@@ -171,16 +176,41 @@ func ownedByReference(owner client.Object, s *nodeSpec) bool {
 	return !s.keep && (owner.GetNamespace() == "" || s.id.Namespace == owner.GetNamespace())
 }
 
-// needsFinalizer reports whether a graph holds an object that only kdag can delete or orphan
-// when the owner is deleted (one not owned by reference), or a BeforeDelete hook, which kdag
-// runs when the owner is deleted.
-func needsFinalizer(owner client.Object, specs []*nodeSpec) bool {
+// finalizerNeed is when a graph needs its owner to hold kdag's finalizer (needsFinalizer).
+type finalizerNeed int
+
+const (
+	// finalizerNone: the garbage collector deletes every object with the owner.
+	finalizerNone finalizerNeed = iota
+	// finalizerBeside: some objects only kdag can delete or orphan; the finalizer is written
+	// while the graph runs, and those objects are created once it is in place (finalizerWrite).
+	finalizerBeside
+	// finalizerFirst: a BeforeDelete hook, which runs before any of the owner's objects goes,
+	// needs the finalizer before the first object exists.
+	finalizerFirst
+)
+
+// needsFinalizer says whether and when a graph needs kdag's finalizer on its owner: for an
+// object that only kdag can delete or orphan when the owner is deleted (one not owned by
+// reference, needsOwnerFinalizer), or for a BeforeDelete hook, which kdag runs when the owner is
+// deleted.
+func needsFinalizer(owner client.Object, specs []*nodeSpec) finalizerNeed {
+	need := finalizerNone
 	for _, s := range specs {
-		if s.beforeDelete != nil || (!s.reference && !ownedByReference(owner, s)) {
-			return true
+		switch {
+		case s.beforeDelete != nil:
+			return finalizerFirst
+		case needsOwnerFinalizer(owner, s):
+			need = finalizerBeside
 		}
 	}
-	return false
+	return need
+}
+
+// needsOwnerFinalizer reports whether s's object is one only kdag can delete or orphan when the
+// owner is deleted: the owner must hold kdag's finalizer before it is created.
+func needsOwnerFinalizer(owner client.Object, s *nodeSpec) bool {
+	return !s.reference && s.beforeDelete == nil && !ownedByReference(owner, s)
 }
 
 // dependenciesHash combines the content hashes of the node's blockers (DependsOn, not After),

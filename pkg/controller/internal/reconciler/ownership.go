@@ -224,12 +224,14 @@ func (c *Reconciler) removeFinalizer(ctx context.Context, owner client.Object) (
 	return reconcile.Result{}, errors.Wrapf(client.IgnoreNotFound(err), "%s %s: remove finalizer", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 }
 
-// ownerCheck is one reconcile's live read of its owner (ownerGone): made at most once, by the
-// first node that asks, whatever the number of nodes running concurrently.
+// ownerCheck is what the nodes of one reconcile share about their owner: its live read
+// (ownerGone), made at most once, by the first node that asks, whatever the number of nodes
+// running concurrently; and its finalizer being written beside them (nil when none is).
 type ownerCheck struct {
-	once sync.Once
-	gone bool
-	err  error
+	once      sync.Once
+	gone      bool
+	err       error
+	finalizer *finalizerWrite
 }
 
 // ownerGone reports whether owner, as the API server holds it now, is gone, replaced by another
