@@ -66,7 +66,8 @@ type Cluster struct {
 	Name string
 	// Kubeconfig is a kubeconfig file's content that reaches the cluster as an admin.
 	Kubeconfig []byte
-	// Config is Kubeconfig parsed.
+	// Config is Kubeconfig parsed, without a client-side rate limit (QPS -1, as ctrl.GetConfig
+	// sets it).
 	Config *rest.Config
 	// Created is true when Start created the cluster rather than reusing or restarting one.
 	Created bool
@@ -225,7 +226,7 @@ func (c *Cluster) loadKubeconfig(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrapf(err, "get kubeconfig of local cluster %s", c.Name)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	cfg, err := restConfig(kc)
 	if err != nil {
 		return errors.Wrapf(err, "parse kubeconfig of local cluster %s", c.Name)
 	}
@@ -235,6 +236,20 @@ func (c *Cluster) loadKubeconfig(ctx context.Context) error {
 	}
 	c.Kubeconfig, c.Config, c.clientset = kc, cfg, cs
 	return nil
+}
+
+// restConfig parses the kubeconfig kc into a rest.Config without a client-side rate limit
+// (QPS -1), as ctrl.GetConfig gives an operator (controller-runtime relies on the API server's
+// Priority and Fairness). Left at 0, client-go would hold each client of the config to 5
+// requests a second per kind after a burst of 10, which the operator does not have, and which
+// made the tests' 10 ms polls 200 ms ones.
+func restConfig(kc []byte) (*rest.Config, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS = -1
+	return cfg, nil
 }
 
 // prepare scales the fake nodes, waits for them to be Ready and installs the default StorageClass.
