@@ -201,6 +201,22 @@ func (r *Cache) NeedLeaderElection() bool { return false }
 // informer returns the synced informer that holds objects of gvk in namespace, starting it
 // (and, for a registered reconciler, watching it) the first time.
 func (r *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
+	inf, err := r.start(ctx, gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	// WaitFor returns as soon as the informer has synced; WaitForCacheSync polls every 100 ms, a
+	// wait added to the first reconcile that references each kind (issue 32; docs/benchmarks.md,
+	// "The reference sample's time to Ready").
+	if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
+		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
+	}
+	return inf, nil
+}
+
+// start returns the informer that holds objects of gvk in namespace, synced or not, starting it
+// (and, for a registered reconciler, watching it) the first time.
+func (r *Cache) start(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
 	select {
 	case <-r.started:
 	case <-ctx.Done():
@@ -246,12 +262,6 @@ func (r *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind, names
 			r.mu.Unlock()
 			return nil, errors.Wrapf(err, "watch referenced %s objects", gvk.Kind)
 		}
-	}
-	// WaitFor returns as soon as the informer has synced; WaitForCacheSync polls every 100 ms, a
-	// wait added to the first reconcile that references each kind (issue 32; docs/benchmarks.md,
-	// "The reference sample's time to Ready").
-	if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
-		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
 	}
 	return inf, nil
 }
@@ -312,7 +322,9 @@ type Watched struct {
 }
 
 // Track records the objects owner's graph watches (replacing what it watched before) and
-// starts the informers of their kinds, so that a change of any of them reconciles owner.
+// starts the informers of their kinds, so that a change of any of them reconciles owner. It does
+// not wait for a new informer's first list: Cached does, so that only the nodes that read a
+// referenced object wait, while the rest of the graph runs (issue 32).
 func (r *Cache) Track(ctx context.Context, owner types.NamespacedName, objs []Watched) error {
 	r.mu.Lock()
 	for _, old := range r.refs[owner] {
@@ -337,7 +349,7 @@ func (r *Cache) Track(ctx context.Context, owner types.NamespacedName, objs []Wa
 	r.mu.Unlock()
 	stopInformers(unused)
 	for _, w := range objs {
-		if _, err := r.informer(ctx, w.GVK, w.ID.Namespace); err != nil {
+		if _, err := r.start(ctx, w.GVK, w.ID.Namespace); err != nil {
 			return errors.Wrapf(err, "%s", w.ID)
 		}
 	}

@@ -12,8 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kdag-dev/kdag/pkg/graph"
 )
 
 // forbiddenReader answers every read with 403, as an API server does to a manager that may not
@@ -55,6 +59,74 @@ func TestReferences_FirstInformerOfAKindCostsNoPoll(t *testing.T) {
 		}
 		if waited != 0 {
 			t.Errorf("the first reference of Secrets waited %v of the bubble's clock for its informer, want 0 (no polling)", waited)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	})
+}
+
+// TestReferences_TrackDoesNotWaitForTheList: Track starts the informer of a referenced kind and
+// returns before its first list has come, so that the nodes of the graph that read no referenced
+// object run meanwhile; Cached, which reads, waits for it (issue 32). The list is held by the
+// fake client until released.
+func TestReferences_TrackDoesNotWaitForTheList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		scheme := runtime.NewScheme()
+		if err := metav1.AddMetaToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		secret := &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"},
+		}
+		gvk := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+		mapper := meta.NewDefaultRESTMapper(nil)
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+		mc := metadatafake.NewSimpleMetadataClient(scheme, secret)
+		release := make(chan struct{})
+		mc.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+			<-release
+			return false, nil, nil
+		})
+		r := NewFrom(mc, mapper, forbiddenReader{}, nil, false)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Start(ctx) }()
+
+		owner := types.NamespacedName{Namespace: "ns", Name: "app"}
+		tracked := make(chan error, 1)
+		go func() {
+			tracked <- r.Track(ctx, owner, []Watched{{ID: graph.NodeID{Kind: "Secret", Namespace: "ns", Name: "db"}, GVK: gvk}})
+		}()
+		synctest.Wait()
+		select {
+		case err := <-tracked:
+			if err != nil {
+				t.Fatalf("Track: %v", err)
+			}
+		default:
+			t.Fatal("Track waited for the informer's first list")
+		}
+		type result struct {
+			obj metav1.Object
+			err error
+		}
+		cached := make(chan result, 1)
+		go func() {
+			m, err := r.Cached(ctx, gvk, "ns", "db")
+			cached <- result{m, err}
+		}()
+		synctest.Wait()
+		select {
+		case <-cached:
+			t.Fatal("Cached returned before the informer's first list")
+		default:
+		}
+		close(release)
+		if got := <-cached; got.err != nil || got.obj == nil || got.obj.GetName() != "db" {
+			t.Errorf("cached Secret ns/db = %v, %v; want it once the list has come", got.obj, got.err)
 		}
 		cancel()
 		if err := <-done; err != nil {
