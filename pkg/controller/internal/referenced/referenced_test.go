@@ -28,6 +28,24 @@ func (forbiddenReader) List(context.Context, client.ObjectList, ...client.ListOp
 	return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("test"))
 }
 
+// secretCluster is a fake metadata client holding the Secret ns/db, and a RESTMapper that
+// knows Secrets.
+func secretCluster(t *testing.T) (schema.GroupVersionKind, meta.RESTMapper, *metadatafake.FakeMetadataClient) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	secret := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"},
+	}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	return gvk, mapper, metadatafake.NewSimpleMetadataClient(scheme, secret)
+}
+
 // TestReferences_FirstInformerOfAKindCostsNoPoll: the first reference of a kind starts an
 // informer and waits until it has synced, and no longer. client-go's WaitForCacheSync looks
 // every 100 ms, which made the reference sample's PostgreSQL and GiteaServer wait 200 ms before
@@ -35,18 +53,8 @@ func (forbiddenReader) List(context.Context, client.ObjectList, ...client.ListOp
 // goroutine waits, so the informer's list and the wait take no time unless something polls.
 func TestReferences_FirstInformerOfAKindCostsNoPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		scheme := runtime.NewScheme()
-		if err := metav1.AddMetaToScheme(scheme); err != nil {
-			t.Fatal(err)
-		}
-		secret := &metav1.PartialObjectMetadata{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"},
-		}
-		gvk := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
-		mapper := meta.NewDefaultRESTMapper(nil)
-		mapper.Add(gvk, meta.RESTScopeNamespace)
-		r := NewFrom(metadatafake.NewSimpleMetadataClient(scheme, secret), mapper, forbiddenReader{}, nil, false)
+		gvk, mapper, mc := secretCluster(t)
+		r := NewFrom(mc, mapper, forbiddenReader{}, nil, false)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- r.Start(ctx) }()
@@ -73,18 +81,7 @@ func TestReferences_FirstInformerOfAKindCostsNoPoll(t *testing.T) {
 // fake client until released.
 func TestReferences_TrackDoesNotWaitForTheList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		scheme := runtime.NewScheme()
-		if err := metav1.AddMetaToScheme(scheme); err != nil {
-			t.Fatal(err)
-		}
-		secret := &metav1.PartialObjectMetadata{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"},
-		}
-		gvk := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
-		mapper := meta.NewDefaultRESTMapper(nil)
-		mapper.Add(gvk, meta.RESTScopeNamespace)
-		mc := metadatafake.NewSimpleMetadataClient(scheme, secret)
+		gvk, mapper, mc := secretCluster(t)
 		release := make(chan struct{})
 		mc.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 			<-release
