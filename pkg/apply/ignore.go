@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
 // FieldPath is a field of an object, as the keys that lead to it from the object's root:
@@ -155,16 +157,15 @@ func (e *Engine) releaseFields(ctx context.Context, live client.Object, desired 
 // appliedSet returns the field set of fieldManager's Apply entry on the main resource of obj, or
 // nil when there is none.
 func appliedSet(obj metav1.Object, fieldManager string) (*fieldpath.Set, error) {
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
-			set := &fieldpath.Set{}
-			if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-				return nil, errors.Wrapf(err, "parse managed fields of manager %q", fieldManager)
-			}
-			return set, nil
-		}
+	mf := resources.AppliedEntry(obj, fieldManager)
+	if mf == nil {
+		return nil, nil
 	}
-	return nil, nil
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+		return nil, errors.Wrapf(err, "parse managed fields of manager %q", fieldManager)
+	}
+	return set, nil
 }
 
 // holds reports whether set holds path or a field below it.

@@ -208,19 +208,17 @@ func (e *Engine) entryVerified(live client.Object, hash string) bool {
 // appliedEntry is the FNV-1a 64-bit hash of the field set (fieldsV1, as the API server
 // serialized it) of fieldManager's Apply entry on the main resource of obj, 0 when there is none.
 func appliedEntry(obj metav1.Object, fieldManager string) uint64 {
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
-			mf.Subresource == "" && mf.FieldsV1 != nil {
-			raw := mf.FieldsV1.GetRawBytes()
-			if len(raw) == 0 {
-				return 0
-			}
-			h := fnv.New64a()
-			_, _ = h.Write(raw)
-			return max(h.Sum64(), 1)
-		}
+	mf := resources.AppliedEntry(obj, fieldManager)
+	if mf == nil {
+		return 0
 	}
-	return 0
+	raw := mf.FieldsV1.GetRawBytes()
+	if len(raw) == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(raw)
+	return max(h.Sum64(), 1)
 }
 
 // driftPaths returns the distinct paths of fields, sorted.

@@ -245,20 +245,32 @@ func MissingFields(live Object, desired *unstructured.Unstructured, fieldManager
 	return out, nil
 }
 
+// AppliedEntry returns fieldManager's Apply entry on the main resource of obj (not a
+// subresource's), or nil when obj has none with a field set. kdag's own drift and ownership
+// checks all read this one entry (KEP-555: one entry per manager, operation and subresource).
+func AppliedEntry(obj metav1.Object, fieldManager string) *metav1.ManagedFieldsEntry {
+	mfs := obj.GetManagedFields()
+	for i := range mfs {
+		if mf := &mfs[i]; mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
+			mf.Subresource == "" && mf.FieldsV1 != nil {
+			return mf
+		}
+	}
+	return nil
+}
+
 // appliedFields returns the field set of fieldManager's Apply entry on the main resource of
 // live, or nil when there is none.
 func appliedFields(live Object, kind, fieldManager string) (*fieldpath.Set, error) {
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
-			mf.Subresource == "" && mf.FieldsV1 != nil {
-			set := &fieldpath.Set{}
-			if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
-				return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describe(kind, live))
-			}
-			return set, nil
-		}
+	mf := AppliedEntry(live, fieldManager)
+	if mf == nil {
+		return nil, nil
 	}
-	return nil, nil
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+		return nil, errors.Wrapf(err, "parse managed fields of manager %q on %s", mf.Manager, describe(kind, live))
+	}
+	return set, nil
 }
 
 // hasLeaf reports whether missing holds a path of leaves other than an identity field.
