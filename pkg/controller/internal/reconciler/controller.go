@@ -71,9 +71,9 @@ type Reconciler struct {
 	engine *apply.Engine
 	// revisions remembers the owners' last revision numbers (revision.go).
 	revisions revisions
-	// written remembers the kdag status block this process last wrote per owner (UID →
-	// *kdagv1alpha1.Status, lastReconcile left out), to tell a cache that has not seen that
-	// write yet from an owner whose status is as computed (writeStatus).
+	// written remembers the status this process last wrote per owner (UID → *writtenStatus),
+	// to tell a cache that has not seen that write yet from an owner whose status is as
+	// computed (writeStatus).
 	written sync.Map
 	// refs checks the objects of Graph.Reference nodes and wakes their owners on a change.
 	refs *referenced.Cache

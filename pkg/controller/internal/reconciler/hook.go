@@ -330,7 +330,10 @@ func (c *Reconciler) setHookConditions(ctx context.Context, owner, job client.Ob
 		}
 	}
 	raw["conditions"] = list
-	if err := c.applyStatus(ctx, owner, raw); err != nil {
+	// This status is not writeStatus's: what that last wrote is no longer what the API server
+	// holds, and the cache is trusted again.
+	c.written.Delete(owner.GetUID())
+	if _, err := c.applyStatus(ctx, owner, raw); err != nil {
 		return err
 	}
 	if job != nil {

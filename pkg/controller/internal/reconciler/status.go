@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
@@ -36,7 +37,13 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 		old  *kdagv1alpha1.Status
 		err  error
 	)
-	if st := kdagStatusOf(owner); st != nil {
+	if w := c.aheadOfCache(owner); w != nil {
+		// The cached owner is older than this process's last status write (KEP-5504 makes
+		// resourceVersions comparable): what the API server holds is that write, not the cached
+		// status. Comparing with the cache would write the same status again, and emit the
+		// events of a change that was already told.
+		old, live = w.kdag.DeepCopy(), w.content
+	} else if st := kdagStatusOf(owner); st != nil {
 		old = st.DeepCopy() // read in place: the whole owner need not be converted
 	} else if live, old, err = currentStatus(owner); err != nil {
 		return errors.Wrapf(err, "%s %s: read status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
@@ -85,17 +92,47 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 	if !behind && !statusChanged(live, content, own != nil) {
 		return nil
 	}
+	written := &writtenStatus{kdag: withoutLastReconcile(next), content: runtime.DeepCopyJSON(content)}
 	// LastReconcile changes on every reconcile (its timings): it goes only with another change,
 	// never causing a write by itself, and is computed only then.
 	if content["lastReconcile"], err = runtime.DefaultUnstructuredConverter.ToUnstructured(r.reconcileSummary(ctx)); err != nil {
 		return errors.Wrap(err, "convert status")
 	}
-	if err := c.applyStatus(ctx, owner, content); err != nil {
+	if written.resourceVersion, err = c.applyStatus(ctx, owner, content); err != nil {
 		c.written.Delete(owner.GetUID())
 		return err
 	}
-	c.written.Store(owner.GetUID(), withoutLastReconcile(next))
+	c.written.Store(owner.GetUID(), written)
 	return nil
+}
+
+// writtenStatus is the status this process last wrote for an owner.
+type writtenStatus struct {
+	// kdag is kdag's block, lastReconcile left out (withoutLastReconcile).
+	kdag *kdagv1alpha1.Status
+	// content is the status written, lastReconcile left out: kdag's block and a
+	// StatusReporter's fields.
+	content map[string]any
+	// resourceVersion is the owner's resourceVersion after the write; "" when the response
+	// did not say (the owner was gone).
+	resourceVersion string
+}
+
+// aheadOfCache returns this process's last status write for owner when owner, as cached, is
+// older than it: its resourceVersion is lower than the write's. Nil when this process wrote no
+// status for the owner, when the cache holds the write or a later version, or when either
+// resourceVersion is not a comparable one (KEP-5504, resourceversion.CompareResourceVersion: an
+// API server that does not promise the order): then the cache is trusted, as before the write.
+func (c *Reconciler) aheadOfCache(owner client.Object) *writtenStatus {
+	v, ok := c.written.Load(owner.GetUID())
+	if !ok {
+		return nil
+	}
+	w := v.(*writtenStatus)
+	if cmp, err := resourceversion.CompareResourceVersion(owner.GetResourceVersion(), w.resourceVersion); err != nil || cmp >= 0 {
+		return nil
+	}
+	return w
 }
 
 // cacheBehind reports whether this process last wrote a kdag status block for the owner uid
@@ -103,7 +140,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 // sure the API server holds next. False when it wrote none (a fresh process trusts its cache).
 func (c *Reconciler) cacheBehind(uid types.UID, next *kdagv1alpha1.Status) bool {
 	v, ok := c.written.Load(uid)
-	return ok && !equality.Semantic.DeepEqual(v.(*kdagv1alpha1.Status), withoutLastReconcile(next))
+	return ok && !equality.Semantic.DeepEqual(v.(*writtenStatus).kdag, withoutLastReconcile(next))
 }
 
 // withoutLastReconcile returns a copy of st without its lastReconcile (the timings of the
@@ -240,14 +277,17 @@ func currentStatus(owner client.Object) (map[string]any, *kdagv1alpha1.Status, e
 	return raw, st, nil
 }
 
-func (c *Reconciler) applyStatus(ctx context.Context, owner client.Object, content map[string]any) error {
+func (c *Reconciler) applyStatus(ctx context.Context, owner client.Object, content map[string]any) (string, error) {
 	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
 	u.SetGroupVersionKind(c.ownerGVK)
 	u.SetNamespace(owner.GetNamespace())
 	u.SetName(owner.GetName())
 	err := c.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(c.opts.FieldManager), client.ForceOwnership)
-	return errors.Wrapf(client.IgnoreNotFound(err), "%s %s: write status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	if err != nil {
+		return "", errors.Wrapf(client.IgnoreNotFound(err), "%s %s: write status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	}
+	return u.GetResourceVersion(), nil // the response, decoded into u
 }
 
 // setConditions sets Ready, Reconciling and Stalled following kstatus: Ready=True alone when

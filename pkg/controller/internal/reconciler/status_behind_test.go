@@ -24,7 +24,7 @@ func TestCacheBehind(t *testing.T) {
 	}
 	c := &Reconciler{}
 	const uid = types.UID("u1")
-	c.written.Store(uid, withoutLastReconcile(status(metav1.ConditionFalse, "t1")))
+	c.written.Store(uid, &writtenStatus{kdag: withoutLastReconcile(status(metav1.ConditionFalse, "t1")), resourceVersion: "7"})
 	for _, tc := range []struct {
 		name string
 		uid  types.UID
@@ -38,6 +38,37 @@ func TestCacheBehind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := c.cacheBehind(tc.uid, tc.next); got != tc.want {
 				t.Errorf("cacheBehind = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAheadOfCache: the last status write stands in for the cached owner's status only while
+// the cached owner's resourceVersion is lower than the write's; an equal or later one, a
+// resourceVersion that is not comparable (KEP-5504), a write whose response named none, and an
+// owner never written trust the cache.
+func TestAheadOfCache(t *testing.T) {
+	c := &Reconciler{}
+	c.written.Store(types.UID("u1"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}, resourceVersion: "120"})
+	c.written.Store(types.UID("u3"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}})
+	for _, tc := range []struct {
+		name            string
+		uid             types.UID
+		resourceVersion string
+		want            bool
+	}{
+		{"cached before the write", "u1", "119", true},
+		{"cached before the write, fewer digits", "u1", "99", true},
+		{"cached at the write", "u1", "120", false},
+		{"cached after the write", "u1", "1000", false},
+		{"a resourceVersion that is not a number", "u1", "a17", false},
+		{"a write whose response named no resourceVersion", "u3", "5", false},
+		{"an owner never written", "u2", "5", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: tc.uid, ResourceVersion: tc.resourceVersion}}
+			if got := c.aheadOfCache(owner) != nil; got != tc.want {
+				t.Errorf("aheadOfCache = %v, want %v", got, tc.want)
 			}
 		})
 	}
