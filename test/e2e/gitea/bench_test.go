@@ -38,7 +38,10 @@ import (
 //
 // Each iteration uses a new namespace and a new manager, started just before the clock starts
 // and not waited for: its caches' first lists (one per kind through the proxy, in parallel) may
-// fall inside the timed window, for every engine alike. It reports seconds-to-ready (also ns/op). The e2e packages are not in `make bench`
+// fall inside the timed window, for every engine alike. The engines run one after the other on
+// one cluster, and the position of an engine in the run moves its figure by several percent:
+// to compare two, run each alone per invocation, in alternating order (docs/benchmarks.md,
+// section 1c). It reports seconds-to-ready (also ns/op). The e2e packages are not in `make bench`
 // (their TestMain starts a cluster): run it with
 // go test -run '^$' -bench BenchmarkSample_TimeToReady ./test/e2e/gitea/.
 func BenchmarkSample_TimeToReady(b *testing.B) {
