@@ -35,56 +35,42 @@ func TestStatus_NotWrittenAgainWhileTheCacheCatchesUp(t *testing.T) {
 
 	gate.hold()
 	cachedRV := f.cachedVersion("app")
-	f.markDeploymentAvailable("app")
-	f.calls.Reset()
-	if err := f.reconcile("app"); err != nil {
-		t.Fatalf("the reconcile that finds the Deployment available: %v", err)
+	step := func(what string, wantStatusWrite bool, wantReady metav1.ConditionStatus) {
+		t.Helper()
+		f.calls.Reset()
+		if err := f.reconcile("app"); err != nil {
+			t.Fatalf("%s: reconcile: %v", what, err)
+		}
+		if writes := f.objectWrites(); wantStatusWrite != containsWrite(writes, "/widgets/app/status") ||
+			(!wantStatusWrite && len(writes) != 0) {
+			t.Errorf("%s: the reconcile wrote %q; want the Widget's status written: %v, and nothing else", what, writes, wantStatusWrite)
+		}
+		if ready := condition(f.status("app"), kdagv1alpha1.ConditionReady); ready == nil || ready.Status != wantReady {
+			t.Errorf("%s: Ready %+v, want %s", what, ready, wantReady)
+		}
 	}
-	if writes := f.objectWrites(); !containsWrite(writes, "/widgets/app/status") {
-		t.Fatalf("the reconcile that finds the Deployment available wrote %q, want the Widget's status", writes)
-	}
-	if ready := condition(f.status("app"), kdagv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
-		t.Fatalf("Ready %+v after the Deployment became available, want True", ready)
-	}
-	if got := f.cachedVersion("app"); got != cachedRV {
-		t.Fatalf("the cache's Widget moved from resourceVersion %s to %s while its watch was held: the test tests nothing", cachedRV, got)
+	held := func() {
+		t.Helper()
+		if got := f.cachedVersion("app"); got != cachedRV {
+			t.Fatalf("the cache's Widget moved from resourceVersion %s to %s while its watch was held: the test tests nothing", cachedRV, got)
+		}
 	}
 
-	f.calls.Reset()
-	if err := f.reconcile("app"); err != nil {
-		t.Fatalf("the reconcile on the cache behind the status write: %v", err)
-	}
-	if writes := f.objectWrites(); len(writes) != 0 {
-		t.Errorf("a reconcile with nothing to do, on a cache behind the last status write, wrote %q; want nothing", writes)
-	}
+	f.markDeploymentAvailable("app")
+	step("the Deployment available", true, metav1.ConditionTrue)
+	held()
+	step("nothing to do, the cache behind the status write", false, metav1.ConditionTrue)
 
 	// A change since the write is written, the cache behind or not: the Deployment's new
 	// generation is not observed yet (a foreign field, which kdag leaves alone).
 	d := f.foreignUpdate(&appsv1.Deployment{}, "app", func(o client.Object) { o.(*appsv1.Deployment).Spec.MinReadySeconds = 5 })
 	f.waitCachedVersion(&appsv1.Deployment{}, "app", d.GetResourceVersion())
-	f.calls.Reset()
-	if err := f.reconcile("app"); err != nil {
-		t.Fatalf("the reconcile that finds the Deployment's new generation: %v", err)
-	}
-	if writes := f.objectWrites(); !containsWrite(writes, "/widgets/app/status") {
-		t.Errorf("the reconcile that finds the Deployment rolling out again wrote %q, want the Widget's status", writes)
-	}
-	if ready := condition(f.status("app"), kdagv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionFalse {
-		t.Errorf("Ready %+v while the Deployment's new generation is not observed, want False", ready)
-	}
-	if got := f.cachedVersion("app"); got != cachedRV {
-		t.Fatalf("the cache's Widget moved from resourceVersion %s to %s while its watch was held", cachedRV, got)
-	}
+	step("the Deployment rolling out again, the cache behind the status write", true, metav1.ConditionFalse)
+	held()
 
 	gate.release()
 	f.waitCachedVersion(&testapi.Widget{}, "app", f.get(&testapi.Widget{}, "app").GetResourceVersion())
-	f.calls.Reset()
-	if err := f.reconcile("app"); err != nil {
-		t.Fatalf("the reconcile on the cache that caught up: %v", err)
-	}
-	if writes := f.objectWrites(); len(writes) != 0 {
-		t.Errorf("a reconcile with nothing to do, on a cache that caught up, wrote %q; want nothing", writes)
-	}
+	step("nothing to do, the cache caught up", false, metav1.ConditionFalse)
 }
 
 // cachedVersion returns the resourceVersion of the Widget name in the manager's cache.
