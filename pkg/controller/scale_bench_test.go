@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -51,10 +53,16 @@ const (
 	scaleHelperEnv = "KDAG_BENCH_SCALE_HELPER" // path of the child's scaleHelperConfig (JSON)
 	// scaleProfileEnv, when set in the benchmark's environment, makes each child write a CPU
 	// profile of itself to "<value>.<engine>" (go tool pprof <test binary> <file>).
-	scaleProfileEnv   = "KDAG_BENCH_SCALE_CPUPROFILE"
-	scaleChildren     = 10
-	scaleCreators     = 16 // goroutines that create the owners
-	scaleReadyTimeout = 15 * time.Minute
+	scaleProfileEnv = "KDAG_BENCH_SCALE_CPUPROFILE"
+	// scaleHeapProfileEnv, when set, makes each child profile its heap (a sample every 4 KiB,
+	// which slows it: not for timings) and write "<value>.<engine>", the heap profile 3 s after
+	// every owner is Ready (the settled heap); "<value>.<engine>.live", the highest live heap
+	// after a collection (MiB, runtime/metrics); and "<value>.<engine>.live.pprof", the heap
+	// profile at that peak. docs/benchmarks.md section 3 reads them.
+	scaleHeapProfileEnv = "KDAG_BENCH_SCALE_HEAPPROFILE"
+	scaleChildren       = 10
+	scaleCreators       = 16 // goroutines that create the owners
+	scaleReadyTimeout   = 15 * time.Minute
 )
 
 // scaleOwnersEnv, when set to a positive number, replaces the 1000 owners of BenchmarkScale,
@@ -623,6 +631,11 @@ func runScaleHelper() int {
 		return fail(err)
 	}
 	ctrl.SetLogger(logr.Discard())
+	if path := os.Getenv(scaleHeapProfileEnv); path != "" {
+		goruntime.MemProfileRate = 4096 // a sample every 4 KiB rather than 512 KiB: a profile of small objects
+		stop := watchLiveHeap(path + "." + cfg.Engine + ".live")
+		defer stop()
+	}
 	if path := os.Getenv(scaleProfileEnv); path != "" {
 		f, err := os.Create(path + "." + cfg.Engine)
 		if err != nil {
@@ -680,6 +693,12 @@ func runScaleHelper() int {
 		}
 	}
 	on.Store(false)
+	if path := os.Getenv(scaleHeapProfileEnv); path != "" {
+		time.Sleep(3 * time.Second) // the reconciles the last events started end: a settled heap
+		if err := writeHeapProfile(path + "." + cfg.Engine); err != nil {
+			return fail(err)
+		}
+	}
 	cancel()
 	if err := <-stopped; err != nil {
 		return fail(err)
@@ -692,6 +711,56 @@ func runScaleHelper() int {
 	}
 	fmt.Println(string(out))
 	return 0
+}
+
+// watchLiveHeap samples the live heap after each garbage collection (runtime/metrics
+// /gc/heap/live:bytes) every 20 ms until the returned function is called, which writes the
+// highest sample, in MiB, to path. At each new highest sample (by 1 MiB or more) it writes the
+// heap profile, as of that collection, to path + ".pprof": the profile of the peak.
+func watchLiveHeap(path string) func() {
+	done, finished := make(chan struct{}), make(chan struct{})
+	var highest uint64
+	go func() {
+		defer close(finished)
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			if live := sample[0].Value.Uint64(); live >= highest+1<<20 {
+				highest = live
+				if f, err := os.Create(path + ".pprof"); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		_ = os.WriteFile(path, []byte(fmt.Sprintf("%.1f\n", float64(highest)/(1<<20))), 0o644)
+	}
+}
+
+// writeHeapProfile writes the heap profile of the process (after a garbage collection, so that
+// its in-use figures are the live heap) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	goruntime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startScaleManager starts a manager with one kdag reconciler with default options and waits
