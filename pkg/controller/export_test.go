@@ -34,6 +34,16 @@ func ReferenceObjects(c *Reconciler, kind string) int {
 	return c.References().CachedObjects(schema.GroupVersionKind{Version: "v1", Kind: kind})
 }
 
+// WrittenStatuses returns how many owners c holds a record of its last status write for: those
+// whose write c's cache has not shown yet. r is a Reconciler as a harness returns it
+// (Harness.Reconciler); -1 when it is not one.
+func WrittenStatuses(r reconcile.Reconciler) int {
+	if c, ok := r.(*Reconciler); ok {
+		return c.WrittenStatuses()
+	}
+	return -1
+}
+
 // Register registers the reconciler named name for rm with mgr and returns it (Setup without the
 // RBAC check), for tests that look inside it (ReferenceObjects).
 func Register[T client.Object](mgr ctrl.Manager, name string, rm ResourceManager[T], opts ...Options) (*Reconciler, error) {

@@ -200,6 +200,9 @@ func newController(mgr ctrl.Manager, name string, rm Manager, o Options) (*Recon
 	}); err != nil {
 		return nil, errors.Wrapf(err, "controller %s: watch deletions of %s", name, gvk.Kind)
 	}
+	if err := onCached(mgr, owner, c.forgetWrittenOnceCached); err != nil {
+		return nil, errors.Wrapf(err, "controller %s: watch %s", name, gvk.Kind)
+	}
 
 	if err := watchRevisions(mgr); err != nil {
 		return nil, errors.Wrapf(err, "controller %s: watch ControllerRevisions (the owners' revision history)", name)
@@ -245,6 +248,25 @@ func onDelete(mgr ctrl.Manager, obj client.Object, forget func(metav1.Object)) e
 			forget(m)
 		}
 	}})
+	return err
+}
+
+// onCached calls cached with every version of an object of obj's type the cache stores (its
+// informer's add and update events, which come once the cache holds the version).
+func onCached(mgr ctrl.Manager, obj client.Object, cached func(metav1.Object)) error {
+	informer, err := mgr.GetCache().GetInformer(context.Background(), obj)
+	if err != nil {
+		return err
+	}
+	call := func(o any) {
+		if m, ok := o.(metav1.Object); ok {
+			cached(m)
+		}
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    call,
+		UpdateFunc: func(_, o any) { call(o) },
+	})
 	return err
 }
 

@@ -21,3 +21,11 @@ func (c *Reconciler) Clients() (client.Client, client.Reader) { return c.client,
 
 // References returns c's cache of the objects of Graph.Reference and ProtectsData nodes.
 func (c *Reconciler) References() *referenced.Cache { return c.refs }
+
+// WrittenStatuses returns how many owners c holds a record of its last status write for
+// (writtenStatus): those whose write the cache has not shown yet.
+func (c *Reconciler) WrittenStatuses() int {
+	n := 0
+	c.written.Range(func(any, any) bool { n++; return true })
+	return n
+}

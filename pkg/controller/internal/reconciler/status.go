@@ -103,7 +103,31 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 		return err
 	}
 	c.written.Store(owner.GetUID(), written)
+	// The watch event of this write may have reached the cache before the response came:
+	// then no later cache event drops the record (forgetWrittenOnceCached), so look now.
+	cached := c.rm.NewOwner()
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(owner), cached, client.UnsafeDisableDeepCopy); err == nil {
+		c.forgetWrittenOnceCached(cached)
+	}
 	return nil
+}
+
+// forgetWrittenOnceCached drops this process's record of its last status write for owner (as the
+// cache holds it) once the cache holds that write or a later version: from then on the cache is
+// what a reconcile compares with (aheadOfCache returns nil), and the record, a copy of the
+// owner's status, would only hold memory for as long as the process runs. A record whose
+// resourceVersion cannot be compared (resourceversion.CompareResourceVersion) stays, for
+// cacheBehind. The owner informer's add and update handlers call it (Register), and so does the
+// status write itself, for a watch event that came before the write's response.
+func (c *Reconciler) forgetWrittenOnceCached(owner metav1.Object) {
+	v, ok := c.written.Load(owner.GetUID())
+	if !ok {
+		return
+	}
+	w := v.(*writtenStatus)
+	if cmp, err := resourceversion.CompareResourceVersion(owner.GetResourceVersion(), w.resourceVersion); err == nil && cmp >= 0 {
+		c.written.CompareAndDelete(owner.GetUID(), v)
+	}
 }
 
 // writtenStatus is the status this process last wrote for an owner.
@@ -129,7 +153,12 @@ func (c *Reconciler) aheadOfCache(owner client.Object) *writtenStatus {
 		return nil
 	}
 	w := v.(*writtenStatus)
-	if cmp, err := resourceversion.CompareResourceVersion(owner.GetResourceVersion(), w.resourceVersion); err != nil || cmp >= 0 {
+	cmp, err := resourceversion.CompareResourceVersion(owner.GetResourceVersion(), w.resourceVersion)
+	if err != nil {
+		return nil
+	}
+	if cmp >= 0 {
+		c.written.CompareAndDelete(owner.GetUID(), v) // the cache holds the write: forgetWrittenOnceCached
 		return nil
 	}
 	return w

@@ -46,30 +46,49 @@ func TestCacheBehind(t *testing.T) {
 // TestAheadOfCache: the last status write stands in for the cached owner's status only while
 // the cached owner's resourceVersion is lower than the write's; an equal or later one, a
 // resourceVersion that is not comparable (KEP-5504), a write whose response named none, and an
-// owner never written trust the cache.
+// owner never written trust the cache. Once the cache holds the write (an equal or later
+// resourceVersion), the record of the write is dropped, by aheadOfCache and by the owner
+// informer's handler (forgetWrittenOnceCached) alike; a record that cannot be compared stays, for
+// cacheBehind.
 func TestAheadOfCache(t *testing.T) {
-	c := &Reconciler{}
-	c.written.Store(types.UID("u1"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}, resourceVersion: "120"})
-	c.written.Store(types.UID("u3"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}})
 	for _, tc := range []struct {
 		name            string
 		uid             types.UID
 		resourceVersion string
-		want            bool
+		ahead, kept     bool
 	}{
-		{"cached before the write", "u1", "119", true},
-		{"cached before the write, fewer digits", "u1", "99", true},
-		{"cached at the write", "u1", "120", false},
-		{"cached after the write", "u1", "1000", false},
-		{"a resourceVersion that is not a number", "u1", "a17", false},
-		{"a write whose response named no resourceVersion", "u3", "5", false},
-		{"an owner never written", "u2", "5", false},
+		{"cached before the write", "u1", "119", true, true},
+		{"cached before the write, fewer digits", "u1", "99", true, true},
+		{"cached at the write", "u1", "120", false, false},
+		{"cached after the write", "u1", "1000", false, false},
+		{"a resourceVersion that is not a number", "u1", "a17", false, true},
+		{"a write whose response named no resourceVersion", "u3", "5", false, true},
+		{"an owner never written", "u2", "5", false, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: tc.uid, ResourceVersion: tc.resourceVersion}}
-			if got := c.aheadOfCache(owner) != nil; got != tc.want {
-				t.Errorf("aheadOfCache = %v, want %v", got, tc.want)
-			}
-		})
+		for _, by := range []string{"aheadOfCache", "forgetWrittenOnceCached"} {
+			t.Run(tc.name+"/"+by, func(t *testing.T) {
+				c := &Reconciler{}
+				c.written.Store(types.UID("u1"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}, resourceVersion: "120"})
+				c.written.Store(types.UID("u3"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}})
+				owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: tc.uid, ResourceVersion: tc.resourceVersion}}
+				if by == "aheadOfCache" {
+					if got := c.aheadOfCache(owner) != nil; got != tc.ahead {
+						t.Errorf("aheadOfCache = %v, want %v", got, tc.ahead)
+					}
+				} else {
+					c.forgetWrittenOnceCached(owner)
+				}
+				if _, kept := c.written.Load(tc.uid); kept != tc.kept {
+					t.Errorf("the record of the write kept: %v, want %v", kept, tc.kept)
+				}
+				want := 2 // u1's and u3's
+				if tc.uid != "u2" && !tc.kept {
+					want--
+				}
+				if n := c.WrittenStatuses(); n != want {
+					t.Errorf("%d records left, want %d: another owner's record went too", n, want)
+				}
+			})
+		}
 	}
 }
