@@ -87,9 +87,9 @@ func benchmarkNoop(b *testing.B, n int) {
 		}
 	}
 	b.ReportMetric(float64(processCPUTime()-cpu)/float64(iterations), "cpu-ns/op")
-	writes, reads := reportCalls(b, f, iterations)
-	if writes != 0 || reads != 0 {
-		b.Errorf("reconciles of a settled owner made %d writes and %d uncached reads, want none", writes, reads)
+	if writes, reads := reportCalls(b, f, iterations); writes != 0 || reads != 0 {
+		w, r := f.calls.snapshot()
+		b.Errorf("reconciles of a settled owner made %d writes (%v) and %d uncached reads (%v), want none", writes, w, reads, r)
 	}
 }
 

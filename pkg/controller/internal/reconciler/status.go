@@ -37,15 +37,16 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 		old  *kdagv1alpha1.Status
 		err  error
 	)
-	if w := c.aheadOfCache(owner); w != nil {
+	current, w := c.statusBase(ctx, owner)
+	if w != nil {
 		// The cached owner is older than this process's last status write (KEP-5504 makes
 		// resourceVersions comparable): what the API server holds is that write, not the cached
 		// status. Comparing with the cache would write the same status again, and emit the
 		// events of a change that was already told.
 		old, live = w.kdag.DeepCopy(), w.content
-	} else if st := kdagStatusOf(owner); st != nil {
+	} else if st := kdagStatusOf(current); st != nil {
 		old = st.DeepCopy() // read in place: the whole owner need not be converted
-	} else if live, old, err = currentStatus(owner); err != nil {
+	} else if live, old, err = currentStatus(current); err != nil {
 		return errors.Wrapf(err, "%s %s: read status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 	}
 	next := old.DeepCopy()
@@ -72,7 +73,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 		return nil // kdag's block is all kdag writes, and it is unchanged
 	}
 	if live == nil {
-		if live, _, err = currentStatus(owner); err != nil {
+		if live, _, err = currentStatus(current); err != nil {
 			return errors.Wrapf(err, "%s %s: read status", c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
 		}
 	}
@@ -120,13 +121,8 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 // cacheBehind. The owner informer's add and update handlers call it (Register), and so does the
 // status write itself, for a watch event that came before the write's response.
 func (c *Reconciler) forgetWrittenOnceCached(owner metav1.Object) {
-	v, ok := c.written.Load(owner.GetUID())
-	if !ok {
-		return
-	}
-	w := v.(*writtenStatus)
-	if cmp, err := resourceversion.CompareResourceVersion(owner.GetResourceVersion(), w.resourceVersion); err == nil && cmp >= 0 {
-		c.written.CompareAndDelete(owner.GetUID(), v)
+	if v, ok := c.written.Load(owner.GetUID()); ok {
+		c.aheadOfCache(owner, v.(*writtenStatus))
 	}
 }
 
@@ -142,26 +138,45 @@ type writtenStatus struct {
 	resourceVersion string
 }
 
-// aheadOfCache returns this process's last status write for owner when owner, as cached, is
-// older than it: its resourceVersion is lower than the write's. Nil when this process wrote no
-// status for the owner, when the cache holds the write or a later version, or when either
-// resourceVersion is not a comparable one (KEP-5504, resourceversion.CompareResourceVersion: an
-// API server that does not promise the order): then the cache is trusted, as before the write.
-func (c *Reconciler) aheadOfCache(owner client.Object) *writtenStatus {
-	v, ok := c.written.Load(owner.GetUID())
-	if !ok {
-		return nil
+// statusBase returns what writeStatus compares a new status with: owner as the cache holds it
+// now (not the reconcile's snapshot, which may predate a write whose record is gone since), and,
+// while that cached owner is older than this process's last status write for it, that write
+// (aheadOfCache); nil otherwise. The record is looked up before the cache is read: a record
+// dropped in between was dropped because the cache held the write (forgetWrittenOnceCached),
+// which the read then sees. When the cache does not hold the owner (gone, or another one of that
+// name), the snapshot stands.
+func (c *Reconciler) statusBase(ctx context.Context, owner client.Object) (client.Object, *writtenStatus) {
+	v, written := c.written.Load(owner.GetUID())
+	current := owner
+	if fresh := c.rm.NewOwner(); c.client.Get(ctx, client.ObjectKeyFromObject(owner), fresh, client.UnsafeDisableDeepCopy) == nil &&
+		fresh.GetUID() == owner.GetUID() {
+		current = fresh // shared with the cache: read, never changed
 	}
-	w := v.(*writtenStatus)
+	if !written {
+		return current, nil
+	}
+	if w := v.(*writtenStatus); c.aheadOfCache(current, w) {
+		return current, w
+	}
+	return current, nil
+}
+
+// aheadOfCache reports whether w, this process's last status write for owner, is later than
+// owner as cached: owner's resourceVersion is lower than the write's. False when the cache holds
+// the write or a later version, and then w is dropped (forgetWrittenOnceCached); false too when
+// either resourceVersion is not a comparable one (KEP-5504, resourceversion.CompareResourceVersion:
+// an API server that does not promise the order): then the cache is trusted, as before the
+// write, and w stays for cacheBehind.
+func (c *Reconciler) aheadOfCache(owner metav1.Object, w *writtenStatus) bool {
 	cmp, err := resourceversion.CompareResourceVersion(owner.GetResourceVersion(), w.resourceVersion)
 	if err != nil {
-		return nil
+		return false
 	}
 	if cmp >= 0 {
-		c.written.CompareAndDelete(owner.GetUID(), v) // the cache holds the write: forgetWrittenOnceCached
-		return nil
+		c.written.CompareAndDelete(owner.GetUID(), w)
+		return false
 	}
-	return w
+	return true
 }
 
 // cacheBehind reports whether this process last wrote a kdag status block for the owner uid

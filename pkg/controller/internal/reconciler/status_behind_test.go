@@ -72,7 +72,11 @@ func TestAheadOfCache(t *testing.T) {
 				c.written.Store(types.UID("u3"), &writtenStatus{kdag: &kdagv1alpha1.Status{ObservedGeneration: 2}})
 				owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: tc.uid, ResourceVersion: tc.resourceVersion}}
 				if by == "aheadOfCache" {
-					if got := c.aheadOfCache(owner) != nil; got != tc.ahead {
+					got := false
+					if v, ok := c.written.Load(tc.uid); ok {
+						got = c.aheadOfCache(owner, v.(*writtenStatus))
+					}
+					if got != tc.ahead {
 						t.Errorf("aheadOfCache = %v, want %v", got, tc.ahead)
 					}
 				} else {
