@@ -106,16 +106,24 @@ func (c *Reconciler) writeStatus(ctx context.Context, owner client.Object, r *ou
 	c.written.Store(owner.GetUID(), written)
 	// The watch event of this write may have reached the cache before the response came:
 	// then no later cache event drops the record (forgetWrittenOnceCached), so look now.
-	cached := c.rm.NewOwner()
-	if err := c.client.Get(ctx, client.ObjectKeyFromObject(owner), cached, client.UnsafeDisableDeepCopy); err == nil {
-		c.forgetWrittenOnceCached(cached)
-	}
+	c.forgetWrittenOnceCached(c.cachedOwner(ctx, owner))
 	return nil
+}
+
+// cachedOwner returns owner as the cache holds it now, shared with the cache (read it, never
+// change it), or owner itself when the cache does not hold it (gone, or another object of that
+// name: another UID).
+func (c *Reconciler) cachedOwner(ctx context.Context, owner client.Object) client.Object {
+	fresh := c.rm.NewOwner()
+	if c.client.Get(ctx, client.ObjectKeyFromObject(owner), fresh, client.UnsafeDisableDeepCopy) != nil || fresh.GetUID() != owner.GetUID() {
+		return owner
+	}
+	return fresh
 }
 
 // forgetWrittenOnceCached drops this process's record of its last status write for owner (as the
 // cache holds it) once the cache holds that write or a later version: from then on the cache is
-// what a reconcile compares with (aheadOfCache returns nil), and the record, a copy of the
+// what a reconcile compares with (aheadOfCache is false), and the record, a copy of the
 // owner's status, would only hold memory for as long as the process runs. A record whose
 // resourceVersion cannot be compared (resourceversion.CompareResourceVersion) stays, for
 // cacheBehind. The owner informer's add and update handlers call it (Register), and so does the
@@ -147,11 +155,7 @@ type writtenStatus struct {
 // name), the snapshot stands.
 func (c *Reconciler) statusBase(ctx context.Context, owner client.Object) (client.Object, *writtenStatus) {
 	v, written := c.written.Load(owner.GetUID())
-	current := owner
-	if fresh := c.rm.NewOwner(); c.client.Get(ctx, client.ObjectKeyFromObject(owner), fresh, client.UnsafeDisableDeepCopy) == nil &&
-		fresh.GetUID() == owner.GetUID() {
-		current = fresh // shared with the cache: read, never changed
-	}
+	current := c.cachedOwner(ctx, owner)
 	if !written {
 		return current, nil
 	}
