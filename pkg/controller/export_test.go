@@ -6,6 +6,7 @@ package controller
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +43,12 @@ func WrittenStatuses(r reconcile.Reconciler) int {
 		return c.WrittenStatuses()
 	}
 	return -1
+}
+
+// CachedRevisions returns owner's revisions as r lists them from its cache, and whether the list
+// is an index lookup; r is a Reconciler as a harness returns it.
+func CachedRevisions(ctx context.Context, r reconcile.Reconciler, owner client.Object) ([]appsv1.ControllerRevision, bool, error) {
+	return r.(*Reconciler).CachedRevisions(ctx, owner)
 }
 
 // Register registers the reconciler named name for rm with mgr and returns it (Setup without the

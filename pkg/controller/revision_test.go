@@ -21,6 +21,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/revision"
+	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
 
@@ -201,6 +202,65 @@ func TestRevisions_Bounded(t *testing.T) {
 	f.settle("app")
 	if n := len(f.revisionsOf("app")); n != 0 {
 		t.Errorf("revisions with limit 0: %d, want none", n)
+	}
+}
+
+// TestRevisions_ListedFromTheOwnerIndex: the reconciler finds an owner's revisions in the cache
+// by a lookup in its owner index, not by matching the labels of every owner's revisions in the
+// namespace (a scan per recorded revision, owners² over a deploy: BenchmarkScale). The lookup
+// returns that owner's revisions of this controller only: neither another owner's nor a
+// revision another controller labelled with the owner's UID.
+func TestRevisions_ListedFromTheOwnerIndex(t *testing.T) {
+	f := newFixture(t, revisionRM())
+	for _, name := range []string{"a", "b"} {
+		f.widget(name, testapi.WidgetSpec{MaxReplicas: 1, Data: map[string]string{"index": name}})
+		f.settle(name)
+	}
+	a := f.get(&testapi.Widget{}, "a")
+	foreign := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "someone-elses", Labels: map[string]string{
+			kdagv1alpha1.LabelOwnerUID: string(a.GetUID()), kdagv1alpha1.LabelController: "someone-else"}},
+		Revision: 7, Data: runtime.RawExtension{Raw: []byte(`{}`)},
+	}
+	if err := f.cl.Create(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.Reconciler(&testapi.Widget{})
+	cached, _ := controller.Clients(rec)
+	poll.True(t, "the cache holds the other controller's revision", waitTimeout, func(ctx context.Context) bool {
+		return cached.Get(ctx, client.ObjectKeyFromObject(foreign), &appsv1.ControllerRevision{}) == nil
+	})
+
+	revs, indexed, err := controller.CachedRevisions(context.Background(), rec, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !indexed {
+		t.Error("the owners' revisions are listed by matching labels, want a lookup in the cache's owner index")
+	}
+	var names []string
+	for _, r := range revs {
+		names = append(names, r.Name)
+	}
+	if want := []string{revision.Name("Widget", "a", 1)}; !slices.Equal(names, want) {
+		t.Errorf("Widget a's revisions from the cache: %v, want %v", names, want)
+	}
+
+	// The next revision is numbered after the owner's own, not the other controller's 7.
+	f.updateWidget("a", func(w *testapi.Widget) { w.Spec.Data = map[string]string{"index": "a2"} })
+	f.settle("a")
+	list := &appsv1.ControllerRevisionList{}
+	if err := f.cl.List(context.Background(), list, client.InNamespace(f.ns), client.MatchingLabels{
+		kdagv1alpha1.LabelOwnerUID: string(a.GetUID()), kdagv1alpha1.LabelController: f.name}); err != nil {
+		t.Fatal(err)
+	}
+	var numbers []int64
+	for _, r := range list.Items {
+		numbers = append(numbers, r.Revision)
+	}
+	slices.Sort(numbers)
+	if want := []int64{1, 2}; !slices.Equal(numbers, want) {
+		t.Errorf("Widget a's revisions after a change: %v, want %v", numbers, want)
 	}
 }
 

@@ -71,6 +71,9 @@ type Reconciler struct {
 	engine *apply.Engine
 	// revisions remembers the owners' last revision numbers (revision.go).
 	revisions revisions
+	// revisionsIndexed: the cache indexes ControllerRevisions by ownerIndex, so the list of an
+	// owner's revisions is a lookup, not a scan of every owner's (revision.go).
+	revisionsIndexed bool
 	// written remembers the status this process last wrote per owner (UID → *writtenStatus),
 	// to tell a cache that has not seen that write yet from an owner whose status is as
 	// computed (writeStatus).
@@ -230,6 +233,7 @@ func newController(mgr ctrl.Manager, name string, rm Manager, o Options) (*Recon
 		c.ownedKind[gvk.GroupKind()] = true
 		c.owned = append(c.owned, ownedType{obj: obj, gvk: gvk, list: list, indexed: c.indexOwned(mgr, obj)})
 	}
+	c.revisionsIndexed = c.indexRevisions(mgr)
 	return c, nil
 }
 

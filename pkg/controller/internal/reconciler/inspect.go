@@ -1,6 +1,9 @@
 package reconciler
 
 import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kdag-dev/kdag/pkg/apply"
@@ -28,4 +31,11 @@ func (c *Reconciler) WrittenStatuses() int {
 	n := 0
 	c.written.Range(func(any, any) bool { n++; return true })
 	return n
+}
+
+// CachedRevisions returns owner's revisions as a reconcile lists them from the cache, and
+// whether that list is a lookup in the cache's owner index (indexRevisions) rather than a scan.
+func (c *Reconciler) CachedRevisions(ctx context.Context, owner client.Object) ([]appsv1.ControllerRevision, bool, error) {
+	revs, err := c.listRevisions(ctx, owner, false)
+	return revs, c.revisionsIndexed, err
 }
