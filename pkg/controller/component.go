@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/intern"
 	"github.com/kdag-dev/kdag/pkg/controller/internal/reconciler"
 	"github.com/kdag-dev/kdag/pkg/internal/graphplan"
 	"github.com/kdag-dev/kdag/pkg/rbac"
@@ -155,7 +156,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 // the rest on the result as needed; with DefaultNamespaces, also set ctrl.Options.MapperProvider
 // to MapperProvider, or every cached read pays a walk of the API groups. A component whose types
 // are not in scheme is left out (Setup reports it). The owners' revisions (ControllerRevisions
-// kdag records, revision.go) have an entry too: kdag's only, cached without their data.
+// kdag records, revision.go) have an entry too: kdag's only, cached without their data. Every
+// entry's transform makes the cached objects share the metadata they repeat (label keys, the
+// owner reference, managed fields: package internal/intern), which changes no value; a caller
+// that sets its own Transform on an entry replaces it.
 func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options {
 	kdags, err := labels.NewRequirement(kdagv1alpha1.LabelController, selection.Exists, nil)
 	if err != nil {
@@ -172,7 +176,7 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 	for _, comp := range components {
 		if gvk, err := reconciler.GVKOf(comp.m.NewOwner(), scheme); err == nil && !added[gvk.GroupKind()] {
 			added[gvk.GroupKind()] = true
-			byObject[comp.m.NewOwner()] = cache.ByObject{Label: labels.Everything()}
+			byObject[comp.m.NewOwner()] = cache.ByObject{Label: labels.Everything(), Transform: intern.Metadata}
 		}
 		for _, obj := range comp.m.OwnedTypes() {
 			gvk, err := reconciler.GVKOf(obj, scheme)
@@ -181,9 +185,9 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 			}
 			added[gvk.GroupKind()] = true
 			if owners[gvk.GroupKind()] {
-				byObject[obj] = cache.ByObject{Label: labels.Everything()}
+				byObject[obj] = cache.ByObject{Label: labels.Everything(), Transform: intern.Metadata}
 			} else {
-				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags)}
+				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags), Transform: intern.Metadata}
 			}
 		}
 	}
@@ -198,12 +202,13 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 }
 
 // stripRevisionData is the cache transform of kdag's ControllerRevisions: their data (the
-// recorded spec and changes, the bulk of each) and managed fields go, the rest stays. A
-// non-revision passes unchanged.
+// recorded spec and changes, the bulk of each) and managed fields go, the rest stays, its
+// repeated metadata shared (intern.Metadata). A non-revision passes unchanged.
 func stripRevisionData(in any) (any, error) {
 	if cr, ok := in.(*appsv1.ControllerRevision); ok {
 		cr.Data = runtime.RawExtension{}
 		cr.ManagedFields = nil
+		intern.ObjectMeta(&cr.ObjectMeta)
 	}
 	return in, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +102,9 @@ func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
 
 // TestCacheOptions_ScopesOwnedTypesToKdagsObjects (issue 19 item 1): the cache of a manager set
 // up with CacheOptions holds the owned types' objects kdag applied, not the others of the
-// cluster; a type one component owns and another reconciles is cached whole.
+// cluster; a type one component owns and another reconciles is cached whole. The cached objects
+// share the metadata they repeat (issue 32: the manager's peak RSS): two ConfigMaps with the same
+// labels hold one copy of each label key and value.
 func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 	parent := controller.For("parents", funcRM{}.owning(&testapi.Widget{})) // owns Widgets, which "widgets" reconciles
 	opts := controller.CacheOptions(scheme, controller.For("widgets", funcRM{}), parent)
@@ -116,9 +119,16 @@ func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 			t.Errorf("%T label-scoped = %v, want %v (ByObject %v)", obj, scoped, want, opts.ByObject)
 		}
 	}
+	for obj, by := range opts.ByObject {
+		if by.Transform == nil {
+			t.Errorf("%T: no cache transform, want one sharing repeated metadata", obj)
+		}
+	}
 
 	ns := env.Namespace(t)
-	for name, lbls := range map[string]map[string]string{"kdags": {kdagv1alpha1.LabelController: "widgets"}, "users": nil} {
+	for name, lbls := range map[string]map[string]string{
+		"kdags": {kdagv1alpha1.LabelController: "widgets"}, "kdags-2": {kdagv1alpha1.LabelController: "widgets"}, "users": nil,
+	} {
 		if err := env.Client.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}); err != nil {
 			t.Fatal(err)
 		}
@@ -137,6 +147,28 @@ func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 	})
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the cache's answer for a ConfigMap kdag did not apply = %v, want NotFound", err)
+	}
+
+	var cached []corev1.ConfigMap
+	poll.True(t, "the cache holds both of kdag's ConfigMaps", waitTimeout, func(context.Context) bool {
+		list := &corev1.ConfigMapList{}
+		if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil || len(list.Items) != 2 {
+			return false
+		}
+		cached = list.Items
+		return true
+	})
+	stored := func(cm *corev1.ConfigMap) (key, value *byte) {
+		for k, v := range cm.Labels {
+			return unsafe.StringData(k), unsafe.StringData(v)
+		}
+		return nil, nil
+	}
+	k1, v1 := stored(&cached[0])
+	k2, v2 := stored(&cached[1])
+	if k1 == nil || k1 != k2 || v1 != v2 {
+		t.Errorf("two cached ConfigMaps with the label %s=widgets hold their own copies of it, want one shared",
+			kdagv1alpha1.LabelController)
 	}
 }
 

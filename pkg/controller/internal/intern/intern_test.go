@@ -1,0 +1,180 @@
+package intern
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// child is a ConfigMap as kdag applies it for owner, i-th of its children, with the managed
+// fields the API server records for kdag's apply.
+func child(owner types.UID, i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "apps", Name: "web-" + strconv.Itoa(i), UID: types.UID("00000000-0000-0000-0000-00000000000" + strconv.Itoa(i%10)),
+			ResourceVersion: strconv.Itoa(1000 + i),
+			Labels: map[string]string{"kdag.dev/controller": "widgets", "kdag.dev/owner-uid": string(owner),
+				"app.kubernetes.io/managed-by": "kdag"},
+			Annotations: map[string]string{"kdag.dev/desired-hash": "d" + strconv.Itoa(i), "kdag.dev/dependencies-hash": "e3b0c442"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "testing.kdag.dev/v1alpha1", Kind: "Widget", Name: "web",
+				UID: owner, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+			Finalizers: []string{"kdag.dev/teardown"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kdag", Operation: metav1.ManagedFieldsOperationApply,
+				APIVersion: "v1", FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:index":{},"f:payload":{}},"f:metadata":{"f:labels":{}}}`)}},
+		},
+		Data: map[string]string{"index": strconv.Itoa(i), "payload": "some content"},
+	}
+}
+
+// decoded returns obj as the API server's protobuf decodes it: every string in its own memory.
+func decoded(t testing.TB, obj *corev1.ConfigMap) *corev1.ConfigMap {
+	t.Helper()
+	data, err := obj.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &corev1.ConfigMap{}
+	if err := out.Unmarshal(data); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func same(a, b string) bool { return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b) }
+
+func TestMetadata_SharesRepeatedMetadata(t *testing.T) {
+	a, b := decoded(t, child("owner-1", 1)), decoded(t, child("owner-1", 2))
+	want := a.DeepCopy()
+	for _, cm := range []*corev1.ConfigMap{a, b} {
+		out, err := Metadata(cm)
+		if err != nil || out != any(cm) {
+			t.Fatalf("Metadata = %v, %v; want the object itself, no error", out, err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(a, want) {
+		t.Fatalf("Metadata changed the object's values:\n got %+v\nwant %+v", a, want)
+	}
+	key := func(m map[string]string, k string) string {
+		for kk := range m {
+			if kk == k {
+				return kk
+			}
+		}
+		t.Fatalf("no key %q in %v", k, m)
+		return ""
+	}
+	shared := []struct {
+		what string
+		a, b string
+	}{
+		{"namespace", a.Namespace, b.Namespace},
+		{"label key", key(a.Labels, "kdag.dev/owner-uid"), key(b.Labels, "kdag.dev/owner-uid")},
+		{"label value", a.Labels["kdag.dev/owner-uid"], b.Labels["kdag.dev/owner-uid"]},
+		{"annotation key", key(a.Annotations, "kdag.dev/desired-hash"), key(b.Annotations, "kdag.dev/desired-hash")},
+		{"finalizer", a.Finalizers[0], b.Finalizers[0]},
+		{"owner reference UID", string(a.OwnerReferences[0].UID), string(b.OwnerReferences[0].UID)},
+		{"owner reference kind", a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind},
+		{"owner reference API version", a.OwnerReferences[0].APIVersion, b.OwnerReferences[0].APIVersion},
+		{"field manager", a.ManagedFields[0].Manager, b.ManagedFields[0].Manager},
+		{"operation", string(a.ManagedFields[0].Operation), string(b.ManagedFields[0].Operation)},
+	}
+	for _, s := range shared {
+		if !same(s.a, s.b) {
+			t.Errorf("%s %q: two objects hold two copies, want one shared", s.what, s.a)
+		}
+	}
+	if !sameFieldSet(a.ManagedFields[0].FieldsV1, b.ManagedFields[0].FieldsV1) {
+		t.Errorf("field set %s: two objects hold two copies, want one shared", a.ManagedFields[0].FieldsV1.GetRawString())
+	}
+	// What differs per object, or is its content, keeps its own memory.
+	own := []struct {
+		what string
+		a, b string
+	}{
+		{"annotation value", a.Annotations["kdag.dev/dependencies-hash"], b.Annotations["kdag.dev/dependencies-hash"]},
+		{"data value", a.Data["payload"], b.Data["payload"]},
+	}
+	for _, s := range own {
+		if same(s.a, s.b) {
+			t.Errorf("%s %q: shared between objects, want each object's own", s.what, s.a)
+		}
+	}
+}
+
+// TestMetadata_PassesWhatItCannotRead: objects without a typed ObjectMeta pass unchanged, and
+// metadata without what it shares stays as it is.
+func TestMetadata_PassesWhatItCannotRead(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "apps", "name": "x"}}}
+	tomb := cache.DeletedFinalStateUnknown{Key: "apps/x", Obj: child("o", 1)}
+	empty := &corev1.ConfigMap{}
+	for _, tc := range []struct {
+		name string
+		in   any
+	}{
+		{"unstructured", u},
+		{"tombstone", tomb},
+		{"nil", nil},
+		{"empty metadata", empty},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Metadata(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(out, tc.in) {
+				t.Errorf("Metadata(%v) = %v, want it unchanged", tc.in, out)
+			}
+		})
+	}
+	if empty.Labels != nil || empty.Annotations != nil {
+		t.Errorf("empty metadata got maps: labels %v, annotations %v", empty.Labels, empty.Annotations)
+	}
+}
+
+// BenchmarkLiveHeap measures the live heap of a cache's worth of kdag's children (objects
+// owners × children decoded from protobuf, as an informer holds them) with and without Metadata:
+// B/object is the live heap per cached object after a collection.
+func BenchmarkLiveHeap(b *testing.B) {
+	const owners, children = 100, 10
+	for _, tc := range []struct {
+		name   string
+		intern bool
+	}{{"intern=false", false}, {"intern=true", true}} {
+		b.Run("objects=1000/"+tc.name, func(b *testing.B) {
+			var perObject float64
+			for range b.N {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				objs := make([]*corev1.ConfigMap, 0, owners*children)
+				for o := range owners {
+					uid := types.UID("7d1f7b8e-2d0c-4b8e-9a51-0000000" + strconv.Itoa(10000+o))
+					for i := range children {
+						cm := decoded(b, child(uid, i))
+						if tc.intern {
+							if _, err := Metadata(cm); err != nil {
+								b.Fatal(err)
+							}
+						}
+						objs = append(objs, cm)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perObject = float64(after.HeapAlloc-before.HeapAlloc) / float64(len(objs))
+				runtime.KeepAlive(objs)
+			}
+			b.ReportMetric(perObject, "B/object")
+		})
+	}
+}
