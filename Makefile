@@ -80,7 +80,7 @@ SLOW_TESTS ?= ^TestRollingRestart$$
 # PURE_PKGS are the packages whose tests need no binary at all: the
 # test target runs them first with KUBEBUILDER_ASSETS pointing nowhere, so an API-server test
 # that slips into them fails.
-PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/rbac/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/testing/latency/ ./pkg/testing/faults/ ./pkg/testing/leak/
+PURE_PKGS := ./pkg/graph/ ./pkg/render/ ./pkg/resources/ ./pkg/rbac/ ./pkg/apis/... ./pkg/metrics/ ./pkg/tracing/ ./pkg/testing/latency/ ./pkg/testing/faults/ ./pkg/testing/leak/ ./pkg/controller/internal/intern/
 # ENVTEST_PKGS are the packages whose tests start an API server with pkg/testing/envtest (their test
 # binaries link it), less the pure ones and test/ (the local-cluster and reliability suites): what
 # `make test-envtest-oldest` runs against the oldest supported kube-apiserver.
@@ -160,9 +160,10 @@ test: test-pure test-examples tools-cluster $(JAEGER) $(KUSTOMIZE) $(HELM) ## Ru
 	go test $(GO_TEST_FLAGS) $(if $(SLOW_TESTS),-skip '$(SLOW_TESTS)') $(PKGS)
 
 .PHONY: test-pure
-test-pure: ## Run the tests that need no binary (pkg/graph, pkg/resources, ...) with no control plane in reach.
+test-pure: ## Run the tests that need no binary (pkg/graph, pkg/resources, ...) with no control plane in reach; the cache transform's also with apimachinery's fieldsv1string build tag.
 	@$(call say,go test $(PURE_PKGS) without binaries)
 	KUBEBUILDER_ASSETS=$(BIN)/none go test $(GO_TEST_FLAGS) $(PURE_PKGS)
+	KUBEBUILDER_ASSETS=$(BIN)/none go test $(GO_TEST_FLAGS) -tags fieldsv1string ./pkg/controller/internal/intern/
 
 .PHONY: test-examples
 test-examples: tools-cluster ## Build, vet and test examples/hello with -race as its own module, as an operator outside this repository (replace to this checkout) is (~1.5-4 min on 2 cores).

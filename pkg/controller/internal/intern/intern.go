@@ -44,7 +44,7 @@ func Metadata(in any) (any, error) {
 // (a cached read returns a deep copy, which copies the field set; controller-runtime's
 // UnsafeDisableDeepCopy hands out the cache's own object, not to be changed), so no writer can
 // reach it. Built with the fieldsv1string tag, apimachinery stores every field set as a
-// unique.Handle itself (KEP-555's follow-up in Kubernetes 1.37), and there is nothing left to
+// unique.Handle itself (k8s.io/apimachinery v0.37, fieldsv1_string.go), and there is nothing left to
 // share (fieldset_string.go).
 func ObjectMeta(m *metav1.ObjectMeta) {
 	m.Namespace = str(m.Namespace)
