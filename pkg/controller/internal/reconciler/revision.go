@@ -190,8 +190,8 @@ func (c *Reconciler) listRevisions(ctx context.Context, owner client.Object, liv
 // indexRevisions indexes the cached ControllerRevisions this controller recorded by their owner
 // UID label, under ownerIndex (the index of the owned types: a revision carries the same two
 // labels). Without it every revision recorded lists the cache's revisions of every owner in the
-// namespace and matches their labels: a cost that grows with owners², 0.5 s of a 1000-owner
-// deploy's 5.3 s of CPU (docs/benchmarks.md, section 3). When the type is also one the
+// namespace and matches their labels: a cost that grows with owners² over a deploy
+// (docs/benchmarks.md, section 3, has the measurements). When the type is also one the
 // controller owns, indexOwned added the index already. It reports false when the cache cannot
 // add it (it has started): the list then filters by label.
 func (c *Reconciler) indexRevisions(mgr ctrl.Manager) bool {
