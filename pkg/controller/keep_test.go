@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,9 +51,14 @@ func TestUnownedObjects_TrackedByLabelsAndTornDown(t *testing.T) {
 	if got := f.get(&testapi.Widget{}, "app"); !controllerutil.ContainsFinalizer(got, kdagv1alpha1.Finalizer) {
 		t.Errorf("owner finalizers %v, want %s: kdag must delete the objects the garbage collector cannot", got.GetFinalizers(), kdagv1alpha1.Finalizer)
 	}
-	if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "app-remote") {
-		t.Fatalf("Ready condition %+v, want the owner waiting for ConfigMap %s/app-remote", c, other)
-	}
+	// The ConfigMap exists before the reconcile that created it writes the owner's status: wait
+	// for the status, not only the object.
+	poll.Until(t, "the owner's Ready condition names ConfigMap "+other+"/app-remote", waitTimeout, func(context.Context) string {
+		if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "app-remote") {
+			return fmt.Sprintf("Ready condition %+v", c)
+		}
+		return ""
+	})
 
 	// Nothing but this change wakes the owner: its node resumes and the ClusterRole follows.
 	remote.Annotations = map[string]string{"ready": "true"}
