@@ -194,10 +194,12 @@ func hashJSON(v any) (string, error) {
 	return hashBytes(b), nil
 }
 
-// hashBytes returns the first HashLength hex characters of the SHA-256 of b.
+// hashBytes returns the first HashLength hex characters of the SHA-256 of b. Only the bytes
+// they encode are encoded: a slice of a longer string would keep the whole string alive in
+// every memo and annotation that holds the hash.
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:HashLength]
+	return hex.EncodeToString(sum[:HashLength/2])
 }
 
 // HasDataKeys reports whether objects of gvk hold data keys (a core Secret or ConfigMap): the

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -380,5 +381,27 @@ func TestSelectKeys(t *testing.T) {
 	}
 	if _, _, err := SelectKeys(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service"}}, []string{"a"}); err == nil {
 		t.Error("SelectKeys of a Service: no error")
+	}
+}
+
+var hashSink string
+
+// TestHashBytes_AllocatesOnlyTheHash: a hash is kept for the life of the process in kdag's memos
+// (one per node of every owner) and in annotations, so the string must be the HashLength
+// characters alone, not a slice of the SHA-256's full 64-character encoding.
+func TestHashBytes_AllocatesOnlyTheHash(t *testing.T) {
+	const n = 10000
+	in := []byte(`{"data":{"k":"v"}}`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		hashSink = hashBytes(in)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > HashLength {
+		t.Errorf("hashBytes allocates %d bytes per hash, want at most its %d characters", per, HashLength)
+	}
+	if len(hashSink) != HashLength {
+		t.Errorf("hash %q is %d characters, want %d", hashSink, len(hashSink), HashLength)
 	}
 }

@@ -135,7 +135,7 @@ func SpecHash(spec map[string]any) string {
 		return ""
 	}
 	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])[:16]
+	return hex.EncodeToString(sum[:8])
 }
 
 // WithSpec returns a copy of owner, unstructured, whose top-level fields but apiVersion, kind,
@@ -164,7 +164,7 @@ func Name(kind, name string, n int64) string {
 	out := strings.ToLower(kind) + "-" + name
 	if len(out)+len(suffix) > 253 {
 		sum := sha256.Sum256([]byte(name))
-		out = out[:253-len(suffix)-9] + "-" + hex.EncodeToString(sum[:])[:8]
+		out = out[:253-len(suffix)-9] + "-" + hex.EncodeToString(sum[:4])
 	}
 	return out + suffix
 }
