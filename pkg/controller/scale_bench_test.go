@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +42,7 @@ import (
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
 	"github.com/kdag-dev/kdag/pkg/resources"
+	"github.com/kdag-dev/kdag/pkg/revision"
 	"github.com/kdag-dev/kdag/pkg/testing/requests"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
 )
@@ -129,8 +131,9 @@ type scaleCounts struct {
 // applies the same 10 ConfigMaps (labels and owner reference included) and a Ready status per
 // owner, with no read, no hash, no event, at the same client QPS setting and in-flight limit.
 // engine=rawssa-watch is the floor for everything kdag asks of the API server, not only its
-// writes: rawssa plus a watch of the children, a hash annotation on each, a status of kdag's
-// shape and kdag's two events per owner (see startRawWriter).
+// writes: rawssa plus a watch of the children and of the owners' revisions, a hash annotation on
+// each child, a status of kdag's shape written beside a revision of kdag's shape, and kdag's two
+// events per owner (see startRawWriter).
 //
 // Each reports, as the mean of its runs (one per iteration, so -benchtime 1x runs it once):
 // seconds-to-ready, peak-RSS-MiB (VmHWM of the child; the maximum), cpu-s (the child's CPU
@@ -317,7 +320,7 @@ func runScaleShards(b *testing.B, engine string, shards []string, owners, childr
 	}
 	// Leave the API server as this run found it, so that later runs (the other engine's among
 	// them) do not pay for this one's objects: envtest has no namespace controller to do it.
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}, &eventsv1.Event{}} {
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}, &eventsv1.Event{}, &appsv1.ControllerRevision{}} {
 		if err := deleteAllOf(ctx, obj, ns); err != nil {
 			b.Fatalf("delete the %T objects of namespace %s: %v", obj, ns, err)
 		}
@@ -831,9 +834,11 @@ func startManager(ctx context.Context, mgr ctrl.Manager) (<-chan error, error) {
 // startRawWriter starts the raw writer: an informer on the owners feeding scaleRawWorkers
 // workers, each of which applies an owner's children one at a time and then its Ready status.
 // With watch (engine rawssa-watch) it also asks of the API server everything else a kdag manager
-// does for an owner: a watch of the children (an informer on the ConfigMaps carrying its
-// controller label, as CacheOptions selects them), a desired-hash annotation on each child, a
-// status of kdag's shape (graph summary, lastReconcile) and kdag's two events (Created, Ready).
+// does for an owner: a watch of the children and of the revisions (informers on the ConfigMaps
+// and ControllerRevisions carrying its controller label, as CacheOptions selects them), a
+// desired-hash annotation on each child, a status of kdag's shape (graph summary, lastReconcile)
+// sent beside a ControllerRevision of kdag's shape (as the reconciler's startRevision sends it),
+// and kdag's two events (Created, Ready).
 // The returned channel yields the first write error (or nil) once ctx ends and the workers
 // stopped.
 func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig, watch bool) (<-chan error, error) {
@@ -843,9 +848,11 @@ func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig,
 	}
 	opts := cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}}
 	if watch {
-		opts.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
-			Label: labels.SelectorFromSet(labels.Set{kdagv1alpha1.LabelController: "rawssa"}),
-		}}
+		ours := labels.SelectorFromSet(labels.Set{kdagv1alpha1.LabelController: "rawssa"})
+		opts.ByObject = map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}:          {Label: ours},
+			&appsv1.ControllerRevision{}: {Label: ours},
+		}
 	}
 	c, err := cache.New(rc, opts)
 	if err != nil {
@@ -856,8 +863,10 @@ func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig,
 		return nil, err
 	}
 	if watch {
-		if _, err := c.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
-			return nil, err
+		for _, obj := range []client.Object{&corev1.ConfigMap{}, &appsv1.ControllerRevision{}} {
+			if _, err := c.GetInformer(ctx, obj); err != nil {
+				return nil, err
+			}
 		}
 	}
 	queue := make(chan *testapi.Widget, 1<<16)
@@ -904,7 +913,8 @@ func startRawWriter(ctx context.Context, rc *rest.Config, cfg scaleHelperConfig,
 
 // rawWrite server-side applies an owner's children (kdag's labels and owner reference) and then
 // a Ready status. With full (engine rawssa-watch) each child also carries a desired-hash
-// annotation, the status has kdag's shape and two events are written as kdag's would be.
+// annotation, the status has kdag's shape and is sent beside the owner's first revision, and two
+// events are written as kdag's would be.
 func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children int, full bool) error {
 	start := time.Now()
 	owner := []any{map[string]any{
@@ -936,10 +946,48 @@ func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children
 	if err := rawEvent(ctx, cl, w, "Created", "Created "+strings.Join(names, ", ")); err != nil {
 		return err
 	}
-	if err := rawFullStatus(ctx, cl, w, children, time.Since(start)); err != nil {
+	revErr := make(chan error, 1)
+	go func() { revErr <- rawRevision(ctx, cl, w, names) }()
+	err := rawFullStatus(ctx, cl, w, children, time.Since(start))
+	if rerr := <-revErr; err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return err
 	}
 	return rawEvent(ctx, cl, w, kdagv1alpha1.ReasonReady, "all nodes are ready")
+}
+
+// rawRevision creates revision 1 of w as kdag's reconciler records a first deploy: the owner's
+// spec and one "created" change per child (names: "ConfigMap namespace/name"), with kdag's
+// labels, name and controller owner reference.
+func rawRevision(ctx context.Context, cl client.Client, w *testapi.Widget, names []string) error {
+	spec, err := revision.Spec(w)
+	if err != nil {
+		return err
+	}
+	nodes := make([]revision.NodeChange, len(names))
+	for i, n := range names {
+		nodes[i] = revision.NodeChange{Kind: "ConfigMap", Namespace: w.Namespace, Name: n[strings.LastIndex(n, "/")+1:], Action: "created"}
+	}
+	data, err := revision.Encode(&revision.Record{
+		Time:       metav1.Now(),
+		Owner:      revision.OwnerRef{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: w.Name, UID: string(w.UID)},
+		Generation: w.Generation, SpecHash: revision.SpecHash(spec), OperatorVersion: "rawssa",
+		Controller: "rawssa", Spec: spec, Nodes: nodes,
+	})
+	if err != nil {
+		return err
+	}
+	return cl.Create(ctx, &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: w.Namespace, Name: revision.Name("Widget", w.Name, 1), Labels: revision.Labels(w, "Widget", "rawssa"),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: w.Name, UID: w.UID, Controller: new(true),
+			}},
+		},
+		Data: data, Revision: 1,
+	}, client.FieldOwner("rawssa"))
 }
 
 // rawEvent creates an events.k8s.io/v1 Event about w, as kdag's event recorder would.
@@ -957,8 +1005,13 @@ func rawEvent(ctx context.Context, cl client.Client, w *testapi.Widget, reason, 
 }
 
 // rawFullStatus is rawReadyStatus with the rest of a Ready kdag owner's status: the graph
-// summary, the operator version and the last reconcile with its one-node critical path.
+// summary with its node list, the operator version and the last reconcile with its one-node
+// critical path.
 func rawFullStatus(ctx context.Context, cl client.Client, w *testapi.Widget, children int, took time.Duration) error {
+	nodes := make([]kdagv1alpha1.GraphNode, children)
+	for i := range nodes {
+		nodes[i] = kdagv1alpha1.GraphNode{Kind: "ConfigMap", Namespace: w.Namespace, Name: scaleChildObject(w, i).Name, State: kdagv1alpha1.NodeReady}
+	}
 	st := kdagv1alpha1.Status{
 		ObservedGeneration: w.Generation,
 		Conditions: []metav1.Condition{{
@@ -966,7 +1019,7 @@ func rawFullStatus(ctx context.Context, cl client.Client, w *testapi.Widget, chi
 			Message: "all nodes are ready", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
 		}},
 		OperatorVersion: "rawssa",
-		Graph:           &kdagv1alpha1.GraphSummary{Total: int32(children), Ready: int32(children)},
+		Graph:           &kdagv1alpha1.GraphSummary{Total: int32(children), Ready: int32(children), Nodes: nodes},
 		LastReconcile: &kdagv1alpha1.ReconcileSummary{DurationMillis: took.Milliseconds(), CriticalPath: []kdagv1alpha1.PathNode{{
 			Kind: "ConfigMap", Namespace: w.Namespace, Name: w.Name + "-0", State: kdagv1alpha1.NodeReady, RunMillis: took.Milliseconds(),
 		}}},
