@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/controller"
+	"github.com/kdag-dev/kdag/pkg/controller/internal/referenced"
 	"github.com/kdag-dev/kdag/pkg/plan"
 	"github.com/kdag-dev/kdag/pkg/testing/poll"
 	"github.com/kdag-dev/kdag/pkg/testing/testapi"
@@ -296,5 +298,29 @@ func assertOneNodePlan(t *testing.T, add func(b *controller.Graph), wantErr, wan
 	}
 	if len(p.Nodes) != 1 || p.Nodes[0].String() != want {
 		t.Errorf("plan nodes %v, want one: %q", p.Nodes, want)
+	}
+}
+
+// TestReference_NoStatusFromAStoppingManager: a manager that is shutting down stops the
+// informers of referenced objects (a runnable without leader election) before its controllers'
+// last reconciles end. A reconcile that meets them stopped fails for that reason, not the
+// owner's: it must not write a NotReady status, which the next process would have to turn back
+// (a crash-test run caught a stopping manager writing one; issue 32's CI). The reconcile reports
+// referenced.ErrStopped and writes nothing.
+func TestReference_NoStatusFromAStoppingManager(t *testing.T) {
+	f := newFixture(t, referenceRM)
+	f.widget("app", testapi.WidgetSpec{MaxReplicas: 1})
+	if err := f.StopManager(); err != nil {
+		t.Fatalf("stop the manager: %v", err)
+	}
+	f.calls.Reset()
+	if err := f.reconcile("app"); !errors.Is(err, referenced.ErrStopped) {
+		t.Errorf("reconcile while the manager stops: err = %v, want referenced.ErrStopped", err)
+	}
+	if w := f.Writes(); len(w) > 0 {
+		t.Errorf("a stopping manager wrote %v, want nothing", w)
+	}
+	if c := condition(f.status("app"), kdagv1alpha1.ConditionReady); c != nil {
+		t.Errorf("Ready condition %+v written by a stopping manager, want none", c)
 	}
 }

@@ -171,6 +171,18 @@ func (h *Harness) Restart() {
 	h.run()
 }
 
+// StopManager stops the harness's manager, as an operator process that is shutting down stops
+// (its runnables first, then its controllers), waits until it has stopped and returns its error.
+// The harness's reconcilers stay callable (Reconcile), with caches that no longer follow the
+// API server; Restart starts a fresh manager.
+func (h *Harness) StopManager() error {
+	h.t.Helper()
+	if h.current == nil {
+		h.t.Fatal("controllertest: StopManager: the harness has no manager of its own")
+	}
+	return h.current.stop()
+}
+
 // newHarness returns a harness for components in a new namespace of api, with no manager yet.
 func newHarness(t testing.TB, api *APIServer, components []controller.Component) *Harness {
 	t.Helper()

@@ -437,6 +437,14 @@ func (c *Reconciler) reconcile(ctx context.Context, owner client.Object) (reconc
 	} else {
 		c.expansionStalled.Delete(key)
 	}
+	if !r.allReady() && c.refs.Stopped() {
+		// The manager is shutting down and has stopped the informers of referenced objects
+		// before this reconcile ended: what kept the graph from Ready may be that stop, not the
+		// owner, and a status written now would say NotReady for it (a crash-test run caught
+		// one). The next process writes the status.
+		return reconcile.Result{}, errors.Wrapf(referenced.ErrStopped, "%s %s: status not written",
+			c.ownerGVK.Kind, client.ObjectKeyFromObject(owner))
+	}
 	if err := c.writeStatus(ctx, owner, r); err != nil {
 		c.statusWriteFailed(ctx, owner, err)
 		return reconcile.Result{}, err

@@ -102,6 +102,11 @@ type Ref struct {
 // ErrNotFound says that a referenced object does not exist (any more).
 var ErrNotFound = errors.New("it does not exist")
 
+// ErrStopped says that the Cache has stopped, its informers shut down: the manager is shutting
+// down (it stops the Cache, a runnable without leader election, before its controllers' last
+// reconciles end). It says nothing of the owner or its objects.
+var ErrStopped = errors.New("the informers of referenced objects have stopped: the manager is shutting down")
+
 // WatchRegistrar is the part of a controller-runtime controller a Cache needs.
 type WatchRegistrar interface {
 	Watch(src source.TypedSource[reconcile.Request]) error
@@ -198,6 +203,14 @@ func (r *Cache) NamespacesDecided() bool {
 // it.
 func (r *Cache) NeedLeaderElection() bool { return false }
 
+// Stopped reports whether the Cache has stopped: Start's context has ended, so no informer
+// starts or syncs any more and what a reconcile asks of the Cache fails with ErrStopped.
+func (r *Cache) Stopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctx != nil && r.ctx.Err() != nil
+}
+
 // informer returns the synced informer that holds objects of gvk in namespace, starting it
 // (and, for a registered reconciler, watching it) the first time.
 func (r *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind, namespace string) (toolscache.SharedIndexInformer, error) {
@@ -209,6 +222,9 @@ func (r *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind, names
 	// wait added to the first reconcile that references each kind (issue 32; docs/benchmarks.md,
 	// "The reference sample's time to Ready").
 	if !toolscache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
+		if r.Stopped() {
+			return nil, errors.Wrapf(ErrStopped, "the informer of referenced %s objects", gvk.Kind)
+		}
 		return nil, errors.Errorf("the informer of referenced %s objects did not sync: %v", gvk.Kind, ctx.Err())
 	}
 	return inf, nil
@@ -221,6 +237,10 @@ func (r *Cache) start(ctx context.Context, gvk schema.GroupVersionKind, namespac
 	case <-r.started:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if r.Stopped() {
+		// A factory that has shut down starts no informer: waiting for one would wait for good.
+		return nil, errors.Wrapf(ErrStopped, "the informer of referenced %s objects", gvk.Kind)
 	}
 	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -260,6 +280,9 @@ func (r *Cache) start(ctx context.Context, gvk schema.GroupVersionKind, namespac
 			r.mu.Lock()
 			r.watched[key] = false
 			r.mu.Unlock()
+			if r.Stopped() { // the informer stopped with the Cache: "stopped already"
+				return nil, errors.Wrapf(ErrStopped, "watch referenced %s objects", gvk.Kind)
+			}
 			return nil, errors.Wrapf(err, "watch referenced %s objects", gvk.Kind)
 		}
 	}

@@ -131,3 +131,39 @@ func TestReferences_TrackDoesNotWaitForTheList(t *testing.T) {
 		}
 	})
 }
+
+// TestReferences_StoppedCacheSaysSo: once the manager has stopped the Cache (Start's context
+// ended), a reference to a kind it has no informer for yet fails at once with ErrStopped, and
+// Stopped says so: a factory that has shut down starts no informer, so waiting for one would wait
+// for good, and the reconciler must not report the stop as the owner's failure. Run in a synctest
+// bubble: a wait that never ends fails the test as a deadlock.
+func TestReferences_StoppedCacheSaysSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gvk, mapper, mc := secretCluster(t)
+		r := NewFrom(mc, mapper, forbiddenReader{}, nil, false)
+		if r.Stopped() {
+			t.Fatal("Stopped before Start")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- r.Start(ctx) }()
+		synctest.Wait()
+		if r.Stopped() {
+			t.Fatal("Stopped while running")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if !r.Stopped() {
+			t.Fatal("not Stopped after Start returned")
+		}
+		if _, err := r.Cached(t.Context(), gvk, "ns", "db"); !errors.Is(err, ErrStopped) {
+			t.Errorf("Cached after the stop: err = %v, want ErrStopped", err)
+		}
+		owner := types.NamespacedName{Namespace: "ns", Name: "app"}
+		if err := r.Track(t.Context(), owner, []Watched{{ID: graph.NodeID{Kind: "Secret", Namespace: "ns", Name: "db"}, GVK: gvk}}); !errors.Is(err, ErrStopped) {
+			t.Errorf("Track after the stop: err = %v, want ErrStopped", err)
+		}
+	})
+}
