@@ -947,7 +947,7 @@ func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children
 		return err
 	}
 	revErr := make(chan error, 1)
-	go func() { revErr <- rawRevision(ctx, cl, w, names) }()
+	go func() { revErr <- rawRevision(ctx, cl, w, children) }()
 	err := rawFullStatus(ctx, cl, w, children, time.Since(start))
 	if rerr := <-revErr; err == nil {
 		err = rerr
@@ -959,16 +959,16 @@ func rawWrite(ctx context.Context, cl client.Client, w *testapi.Widget, children
 }
 
 // rawRevision creates revision 1 of w as kdag's reconciler records a first deploy: the owner's
-// spec and one "created" change per child (names: "ConfigMap namespace/name"), with kdag's
-// labels, name and controller owner reference.
-func rawRevision(ctx context.Context, cl client.Client, w *testapi.Widget, names []string) error {
+// spec and one "created" change per child, with kdag's labels, name and controller owner
+// reference.
+func rawRevision(ctx context.Context, cl client.Client, w *testapi.Widget, children int) error {
 	spec, err := revision.Spec(w)
 	if err != nil {
 		return err
 	}
-	nodes := make([]revision.NodeChange, len(names))
-	for i, n := range names {
-		nodes[i] = revision.NodeChange{Kind: "ConfigMap", Namespace: w.Namespace, Name: n[strings.LastIndex(n, "/")+1:], Action: "created"}
+	nodes := make([]revision.NodeChange, children)
+	for i := range nodes {
+		nodes[i] = revision.NodeChange{Kind: "ConfigMap", Namespace: w.Namespace, Name: scaleChildObject(w, i).Name, Action: "created"}
 	}
 	data, err := revision.Encode(&revision.Record{
 		Time:       metav1.Now(),
