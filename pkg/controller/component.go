@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,8 +158,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, components []Component, opts .
 // to MapperProvider, or every cached read pays a walk of the API groups. A component whose types
 // are not in scheme is left out (Setup reports it). The owners' revisions (ControllerRevisions
 // kdag records, revision.go) have an entry too: kdag's only, cached without their data. Every
-// entry's transform makes the cached objects share the metadata they repeat (label keys, the
-// owner reference, managed fields: package internal/intern), which changes no value; a caller
+// entry's transform makes the cached objects share the metadata they repeat (label maps, annotation
+// keys, the owner reference, managed fields: package internal/intern, one intern.Interner for
+// all entries), which changes no value; a caller
 // that sets its own Transform on an entry replaces it.
 func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options {
 	kdags, err := labels.NewRequirement(kdagv1alpha1.LabelController, selection.Exists, nil)
@@ -173,10 +175,11 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	added := map[schema.GroupKind]bool{}
+	shared := intern.New()
 	for _, comp := range components {
 		if gvk, err := reconciler.GVKOf(comp.m.NewOwner(), scheme); err == nil && !added[gvk.GroupKind()] {
 			added[gvk.GroupKind()] = true
-			byObject[comp.m.NewOwner()] = cache.ByObject{Label: labels.Everything(), Transform: intern.Metadata}
+			byObject[comp.m.NewOwner()] = cache.ByObject{Label: labels.Everything(), Transform: shared.Metadata}
 		}
 		for _, obj := range comp.m.OwnedTypes() {
 			gvk, err := reconciler.GVKOf(obj, scheme)
@@ -185,9 +188,9 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 			}
 			added[gvk.GroupKind()] = true
 			if owners[gvk.GroupKind()] {
-				byObject[obj] = cache.ByObject{Label: labels.Everything(), Transform: intern.Metadata}
+				byObject[obj] = cache.ByObject{Label: labels.Everything(), Transform: shared.Metadata}
 			} else {
-				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags), Transform: intern.Metadata}
+				byObject[obj] = cache.ByObject{Label: labels.NewSelector().Add(*kdags), Transform: shared.Metadata}
 			}
 		}
 	}
@@ -196,21 +199,23 @@ func CacheOptions(scheme *runtime.Scheme, components ...Component) cache.Options
 		// (the reconciler needs their numbers). They carry no shard label (an owner's history
 		// stays whole when it moves), so a shard layer leaves them unnarrowed.
 		byObject[&appsv1.ControllerRevision{}] = cache.ByObject{Label: labels.NewSelector().Add(*kdags),
-			Transform: stripRevisionData}
+			Transform: stripRevisionData(shared)}
 	}
 	return cache.Options{ByObject: byObject}
 }
 
-// stripRevisionData is the cache transform of kdag's ControllerRevisions: their data (the
+// stripRevisionData returns the cache transform of kdag's ControllerRevisions: their data (the
 // recorded spec and changes, the bulk of each) and managed fields go, the rest stays, its
-// repeated metadata shared (intern.Metadata). A non-revision passes unchanged.
-func stripRevisionData(in any) (any, error) {
-	if cr, ok := in.(*appsv1.ControllerRevision); ok {
-		cr.Data = runtime.RawExtension{}
-		cr.ManagedFields = nil
-		intern.ObjectMeta(&cr.ObjectMeta)
+// repeated metadata shared by shared. A non-revision passes unchanged.
+func stripRevisionData(shared *intern.Interner) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		if cr, ok := in.(*appsv1.ControllerRevision); ok {
+			cr.Data = runtime.RawExtension{}
+			cr.ManagedFields = nil
+			shared.ObjectMeta(&cr.ObjectMeta)
+		}
+		return in, nil
 	}
-	return in, nil
 }
 
 // access is one permission a reconciler needs: verb on a resource (and subresource) of group.

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,7 +105,7 @@ func TestStatusReporter_WritesTheOwnersTypedStatus(t *testing.T) {
 // up with CacheOptions holds the owned types' objects kdag applied, not the others of the
 // cluster; a type one component owns and another reconciles is cached whole. The cached objects
 // share the metadata they repeat (issue 32: the manager's peak RSS): two ConfigMaps with the same
-// labels hold one copy of each label key and value.
+// labels hold one copy of each label key and value, in one label map.
 func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 	parent := controller.For("parents", funcRM{}.owning(&testapi.Widget{})) // owns Widgets, which "widgets" reconciles
 	opts := controller.CacheOptions(scheme, controller.For("widgets", funcRM{}), parent)
@@ -169,6 +170,9 @@ func TestCacheOptions_ScopesOwnedTypesToKdagsObjects(t *testing.T) {
 	if k1 == nil || k1 != k2 || v1 != v2 {
 		t.Errorf("two cached ConfigMaps with the label %s=widgets hold their own copies of it, want one shared",
 			kdagv1alpha1.LabelController)
+	}
+	if reflect.ValueOf(cached[0].Labels).UnsafePointer() != reflect.ValueOf(cached[1].Labels).UnsafePointer() {
+		t.Errorf("two cached ConfigMaps with equal labels %v hold two label maps, want one shared", cached[0].Labels)
 	}
 }
 

@@ -1,6 +1,8 @@
 package intern
 
 import (
+	"maps"
+	"reflect"
 	"runtime"
 	"strconv"
 	"testing"
@@ -52,11 +54,17 @@ func decoded(t testing.TB, obj *corev1.ConfigMap) *corev1.ConfigMap {
 
 func same(a, b string) bool { return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b) }
 
+// sameMap reports whether a and b are one map (not two equal ones).
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
 func TestMetadata_SharesRepeatedMetadata(t *testing.T) {
 	a, b := decoded(t, child("owner-1", 1)), decoded(t, child("owner-1", 2))
 	want := a.DeepCopy()
+	in := New()
 	for _, cm := range []*corev1.ConfigMap{a, b} {
-		out, err := Metadata(cm)
+		out, err := in.Metadata(cm)
 		if err != nil || out != any(cm) {
 			t.Fatalf("Metadata = %v, %v; want the object itself, no error", out, err)
 		}
@@ -93,6 +101,12 @@ func TestMetadata_SharesRepeatedMetadata(t *testing.T) {
 			t.Errorf("%s %q: two objects hold two copies, want one shared", s.what, s.a)
 		}
 	}
+	if !sameMap(a.Labels, b.Labels) {
+		t.Errorf("labels %v: two objects hold two maps, want one shared", a.Labels)
+	}
+	if sameMap(a.Annotations, b.Annotations) {
+		t.Errorf("annotations %v and %v: one map, want each object's own", a.Annotations, b.Annotations)
+	}
 	if !sameFieldSet(a.ManagedFields[0].FieldsV1, b.ManagedFields[0].FieldsV1) {
 		t.Errorf("field set %s: two objects hold two copies, want one shared", a.ManagedFields[0].FieldsV1.GetRawString())
 	}
@@ -127,7 +141,7 @@ func TestMetadata_PassesWhatItCannotRead(t *testing.T) {
 		{"empty metadata", empty},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := Metadata(tc.in)
+			out, err := New().Metadata(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,12 +171,13 @@ func BenchmarkLiveHeap(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				objs := make([]*corev1.ConfigMap, 0, owners*children)
+				in := New()
 				for o := range owners {
 					uid := types.UID("7d1f7b8e-2d0c-4b8e-9a51-0000000" + strconv.Itoa(10000+o))
 					for i := range children {
 						cm := decoded(b, child(uid, i))
 						if tc.intern {
-							if _, err := Metadata(cm); err != nil {
+							if _, err := in.Metadata(cm); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -176,5 +191,75 @@ func BenchmarkLiveHeap(b *testing.B) {
 			}
 			b.ReportMetric(perObject, "B/object")
 		})
+	}
+}
+
+// TestMetadata_SharesOnlyEqualLabels: a label map is shared between objects whose labels are
+// equal, never between objects whose labels differ (another owner, one more label, one value
+// changed, the same pairs in another map), and the shared map keeps every object's values.
+func TestMetadata_SharesOnlyEqualLabels(t *testing.T) {
+	in := New()
+	labelled := func(l map[string]string) *corev1.ConfigMap {
+		cm := decoded(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "x", Labels: l}})
+		if _, err := in.Metadata(cm); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	base := map[string]string{"kdag.dev/controller": "widgets", "kdag.dev/owner-uid": "owner-1"}
+	first := labelled(maps.Clone(base))
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		shared bool
+	}{
+		{"equal labels", maps.Clone(base), true},
+		{"another owner", map[string]string{"kdag.dev/controller": "widgets", "kdag.dev/owner-uid": "owner-2"}, false},
+		{"one label more", map[string]string{"kdag.dev/controller": "widgets", "kdag.dev/owner-uid": "owner-1", "tier": "db"}, false},
+		{"one label less", map[string]string{"kdag.dev/controller": "widgets"}, false},
+		// The pairs' hashes are summed: swapped values must not give the same map.
+		{"values swapped", map[string]string{"kdag.dev/controller": "owner-1", "kdag.dev/owner-uid": "widgets"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := maps.Clone(tc.labels)
+			cm := labelled(tc.labels)
+			if got := sameMap(cm.Labels, first.Labels); got != tc.shared {
+				t.Errorf("labels %v shared with %v: %t, want %t", cm.Labels, first.Labels, got, tc.shared)
+			}
+			if !maps.Equal(cm.Labels, want) {
+				t.Errorf("labels = %v, want %v", cm.Labels, want)
+			}
+		})
+	}
+	if !maps.Equal(first.Labels, base) {
+		t.Errorf("the first object's labels became %v, want %v", first.Labels, base)
+	}
+}
+
+// TestMetadata_RemembersRecentLabelsOnly: an Interner holds at most recentLabelSets label maps
+// of its own; the oldest goes first, and the next object with its labels gets a new map.
+func TestMetadata_RemembersRecentLabelsOnly(t *testing.T) {
+	in := New()
+	labels := func(i int) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kdag.dev/owner-uid": "owner-" + strconv.Itoa(i)}}}
+		if _, err := in.Metadata(cm); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	first := labels(0)
+	for i := 1; i < 2*recentLabelSets; i++ {
+		labels(i)
+	}
+	if n := len(in.labels); n > recentLabelSets {
+		t.Errorf("the Interner holds %d label maps, want at most %d", n, recentLabelSets)
+	}
+	if again := labels(0); sameMap(again.Labels, first.Labels) {
+		t.Errorf("labels %v shared after %d others came: want a new map once forgotten", again.Labels, 2*recentLabelSets)
+	}
+	// The most recent ones are still shared.
+	last := 2*recentLabelSets - 1
+	if a, b := labels(last), labels(last); !sameMap(a.Labels, b.Labels) {
+		t.Errorf("labels %v of the last object: not shared", a.Labels)
 	}
 }
