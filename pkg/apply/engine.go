@@ -170,8 +170,8 @@ type Engine struct {
 	schemas *schemas.Provider
 	opts    Options
 	drift   *driftBudget
-	// verified: types.UID -> verifiedAt
-	verified sync.Map
+	// verified: what the engine last found as it wants it, per object UID
+	verified verifiedSet
 	// reported: types.UID -> reportedAt, the drift last reported of an object (DriftReport)
 	reported sync.Map
 	// recreated: the objects deleted to be re-created, until they are created again
@@ -286,7 +286,7 @@ func (e *Engine) Apply(ctx context.Context, owner Owner, desired *unstructured.U
 
 // Forget drops what the engine remembers about the object uid (it was deleted).
 func (e *Engine) Forget(uid types.UID) {
-	e.verified.Delete(uid)
+	e.verified.delete(uid)
 	e.reported.Delete(uid)
 	e.drift.forget(uid)
 }

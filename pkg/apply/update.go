@@ -170,18 +170,17 @@ type verifiedAt struct {
 // verify records obj, as the API server returned or the cache holds it, as found the way the
 // engine wants it for the desired hash hash.
 func (e *Engine) verify(obj metav1.Object, hash string) {
-	e.verified.Store(obj.GetUID(), verifiedAt{
+	e.verified.store(obj.GetUID(), verifiedAt{
 		resourceVersion: obj.GetResourceVersion(), desiredHash: hash, entry: appliedEntry(obj, e.opts.FieldManager)})
 }
 
 // isVerified reports whether the engine found live, at its resourceVersion, as it wants it with
 // the desired hash hash: nothing changed the object since, so the drift check would find nothing.
 func (e *Engine) isVerified(live client.Object, hash string) bool {
-	v, ok := e.verified.Load(live.GetUID())
+	at, ok := e.verified.load(live.GetUID())
 	if !ok {
 		return false
 	}
-	at := v.(verifiedAt)
 	return at.resourceVersion == live.GetResourceVersion() && at.desiredHash == hash &&
 		live.GetAnnotations()[kdagv1alpha1.AnnotationDesiredHash] == hash
 }
@@ -197,11 +196,10 @@ func (e *Engine) isVerified(live client.Object, hash string) bool {
 // timestamp are not part of the fingerprint. After a restart the engine remembers nothing and
 // checks in full, so edits made while kdag was down are still found.
 func (e *Engine) entryVerified(live client.Object, hash string) bool {
-	v, ok := e.verified.Load(live.GetUID())
+	at, ok := e.verified.load(live.GetUID())
 	if !ok {
 		return false
 	}
-	at := v.(verifiedAt)
 	return at.desiredHash == hash && at.entry != 0 && at.entry == appliedEntry(live, e.opts.FieldManager)
 }
 
@@ -251,6 +249,6 @@ func (e *Engine) Unchanged(owner Owner, live client.Object, desiredHash string, 
 // Verified reports whether the engine remembers obj as found the way it wants it at obj's
 // current resourceVersion: its next Apply with the same desired hash skips the drift check.
 func (e *Engine) Verified(obj metav1.Object) bool {
-	v, ok := e.verified.Load(obj.GetUID())
-	return ok && v.(verifiedAt).resourceVersion == obj.GetResourceVersion()
+	at, ok := e.verified.load(obj.GetUID())
+	return ok && at.resourceVersion == obj.GetResourceVersion()
 }

@@ -15,6 +15,7 @@ import (
 
 	kdagv1alpha1 "github.com/kdag-dev/kdag/pkg/apis/kdag/v1alpha1"
 	"github.com/kdag-dev/kdag/pkg/apply"
+	"github.com/kdag-dev/kdag/pkg/graph"
 	"github.com/kdag-dev/kdag/pkg/resources"
 )
 
@@ -45,14 +46,39 @@ type rendered struct {
 	contentHash string // "" for create-only nodes: their content is the live object's
 }
 
-// renders remembers rendered nodes per owner UID (a *sync.Map of graph.NodeID → *rendered: the nodes
-// of one owner render concurrently), and the Finished nodes whose object the API server was
-// found not to hold (finishedGone).
+// renders remembers rendered nodes per owner UID (an *ownerRenders), and the Finished nodes
+// whose object the API server was found not to hold (finishedGone).
 type renders struct{ owners, gone sync.Map }
 
-func (r *renders) of(owner types.UID) *sync.Map {
-	m, _ := r.owners.LoadOrStore(owner, &sync.Map{})
-	return m.(*sync.Map)
+// ownerRenders is what is remembered of one owner's nodes. Its nodes render concurrently; a
+// map under a lock holds each entry in one slot, where a sync.Map boxed the key and added a node
+// per entry (docs/benchmarks.md, section 3: the manager's peak RSS).
+type ownerRenders struct {
+	mu    sync.Mutex
+	nodes map[graph.NodeID]*rendered
+}
+
+func (o *ownerRenders) load(id graph.NodeID) *rendered {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.nodes[id]
+}
+
+func (o *ownerRenders) store(id graph.NodeID, r *rendered) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.nodes == nil {
+		o.nodes = map[graph.NodeID]*rendered{}
+	}
+	o.nodes[id] = r
+}
+
+func (r *renders) of(owner types.UID) *ownerRenders {
+	if m, ok := r.owners.Load(owner); ok {
+		return m.(*ownerRenders)
+	}
+	m, _ := r.owners.LoadOrStore(owner, &ownerRenders{})
+	return m.(*ownerRenders)
 }
 
 // finishedGone returns the owner's Finished nodes whose object is known to be gone (a *sync.Map
@@ -78,8 +104,8 @@ func (c *Reconciler) render(owner client.Object, s *nodeSpec, results []nodeResu
 		return nil, nil, errors.Wrapf(err, "%s: encode", s.id)
 	}
 	memo := c.renders.of(owner.GetUID())
-	if v, ok := memo.Load(s.id); ok {
-		if r := v.(*rendered); r.keep == s.keep && r.release == release && r.depHash == depHash && r.fingerprint == fp && r.inherited == apply.InheritedLabels(owner) {
+	if r := memo.load(s.id); r != nil {
+		if r.keep == s.keep && r.release == release && r.depHash == depHash && r.fingerprint == fp && r.inherited == apply.InheritedLabels(owner) {
 			return r, nil, nil
 		}
 	}
@@ -99,7 +125,7 @@ func (c *Reconciler) render(owner client.Object, s *nodeSpec, results []nodeResu
 			return nil, nil, errors.Wrapf(err, "%s: hash content", s.id)
 		}
 	}
-	memo.Store(s.id, r)
+	memo.store(s.id, r)
 	return r, desired, nil
 }
 
