@@ -24,14 +24,27 @@ type verifiedShard struct {
 	m  map[types.UID]verifiedAt
 }
 
-// shard returns the part that holds uid. UIDs are random (RFC 4122 version 4), so their last
-// byte spreads them; any string works.
+// shard returns the part that holds uid: the one its last hex digit names. The API server's UIDs
+// are random (RFC 4122 version 4), so their last digit spreads them over all 16 parts; any other
+// string works too.
 func (s *verifiedSet) shard(uid types.UID) *verifiedShard {
-	var b byte
-	if len(uid) > 0 {
-		b = uid[len(uid)-1]
+	return &s.shards[shardOf(uid)]
+}
+
+// shardOf is the index of uid's part: its last character's hex value, or that byte modulo
+// verifiedShards when it is not a lower-case hex digit.
+func shardOf(uid types.UID) int {
+	if len(uid) == 0 {
+		return 0
 	}
-	return &s.shards[int(b)%verifiedShards]
+	switch b := uid[len(uid)-1]; {
+	case '0' <= b && b <= '9':
+		return int(b - '0')
+	case 'a' <= b && b <= 'f':
+		return int(b-'a') + 10
+	default:
+		return int(b) % verifiedShards
+	}
 }
 
 func (s *verifiedSet) load(uid types.UID) (verifiedAt, bool) {

@@ -45,3 +45,20 @@ func TestVerifiedSet_StoresLoadsAndForgets(t *testing.T) {
 	}
 	s.delete("never stored") // no panic on a shard never written
 }
+
+// TestVerifiedSet_SpreadsUIDs: UIDs as the API server makes them (lower-case hex) fall in all
+// 16 parts, one part per last digit; other strings fall in a valid part.
+func TestVerifiedSet_SpreadsUIDs(t *testing.T) {
+	used := map[int]bool{}
+	for _, d := range "0123456789abcdef" {
+		used[shardOf(types.UID("7d1f7b8e-2d0c-4b8e-9a51-00000000000"+string(d)))] = true
+	}
+	if len(used) != verifiedShards {
+		t.Errorf("16 UIDs with distinct last digits use %d parts, want %d", len(used), verifiedShards)
+	}
+	for _, uid := range []types.UID{"", "x", "Z", "owner-1", "\xff"} {
+		if i := shardOf(uid); i < 0 || i >= verifiedShards {
+			t.Errorf("shardOf(%q) = %d, want 0..%d", uid, i, verifiedShards-1)
+		}
+	}
+}
