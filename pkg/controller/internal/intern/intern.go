@@ -103,14 +103,17 @@ func (i *Interner) labelMap(m map[string]string) map[string]string {
 		return m
 	}
 	h := i.labelsHash(m)
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if shared, ok := i.labels[h]; ok && maps.Equal(shared, m) {
+	if shared := i.recentLabels(h, m); shared != nil {
 		return shared
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[str(k)] = str(v)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if shared := i.sharedLocked(h, m); shared != nil {
+		return shared // another informer's object with these labels came meanwhile
 	}
 	if old := i.ring[i.next]; old != 0 {
 		delete(i.labels, old)
@@ -121,6 +124,21 @@ func (i *Interner) labelMap(m map[string]string) map[string]string {
 	i.ring[i.next] = h
 	i.next = (i.next + 1) % recentLabelSets
 	return out
+}
+
+// recentLabels returns the remembered label map of hash h when it equals m, nil otherwise.
+func (i *Interner) recentLabels(h uint64, m map[string]string) map[string]string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.sharedLocked(h, m)
+}
+
+// sharedLocked is recentLabels with i.mu held.
+func (i *Interner) sharedLocked(h uint64, m map[string]string) map[string]string {
+	if shared, ok := i.labels[h]; ok && maps.Equal(shared, m) {
+		return shared
+	}
+	return nil
 }
 
 // labelsHash is a hash of m's pairs that does not depend on their order; 0 is never returned
