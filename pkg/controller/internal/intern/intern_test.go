@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -261,5 +262,45 @@ func TestMetadata_RemembersRecentLabelsOnly(t *testing.T) {
 	last := 2*recentLabelSets - 1
 	if a, b := labels(last), labels(last); !sameMap(a.Labels, b.Labels) {
 		t.Errorf("labels %v of the last object: not shared", a.Labels)
+	}
+}
+
+// TestMetadata_SharesLabelsAcrossInformers: the transforms of several informers run at once on
+// one Interner (run with -race); objects with equal labels end with one map all the same, each
+// equal to what the object came with.
+func TestMetadata_SharesLabelsAcrossInformers(t *testing.T) {
+	in := New()
+	const informers, objects, owners = 4, 50, 3
+	got := make([][]*corev1.ConfigMap, informers)
+	var wg sync.WaitGroup
+	for w := range informers {
+		wg.Go(func() {
+			for i := range objects {
+				cm := decoded(t, child(types.UID("owner-"+strconv.Itoa(i%owners)), i))
+				if _, err := in.Metadata(cm); err != nil {
+					t.Error(err)
+					return
+				}
+				got[w] = append(got[w], cm)
+			}
+		})
+	}
+	wg.Wait()
+	first := map[string]map[string]string{}
+	for _, cms := range got {
+		for _, cm := range cms {
+			uid := cm.Labels["kdag.dev/owner-uid"]
+			if want := child(types.UID(uid), 0).Labels; !maps.Equal(cm.Labels, want) {
+				t.Fatalf("labels = %v, want %v", cm.Labels, want)
+			}
+			if f, ok := first[uid]; !ok {
+				first[uid] = cm.Labels
+			} else if !sameMap(f, cm.Labels) {
+				t.Errorf("two objects of owner %s hold two label maps, want one shared", uid)
+			}
+		}
+	}
+	if len(first) != owners {
+		t.Errorf("%d owners' label sets, want %d", len(first), owners)
 	}
 }
