@@ -30,7 +30,8 @@ const recentLabelSets = 256
 
 // Interner shares the repeated metadata of the objects given to it (Metadata, ObjectMeta). It is
 // safe for concurrent use by the transforms of several informers; make one with New, one per
-// cache. What it holds of its own is at most recentLabelSets label maps.
+// cache (a zero Interner has no hash seed and must not be used). What it holds of its own is at
+// most recentLabelSets label maps.
 type Interner struct {
 	seed maphash.Seed
 
