@@ -57,7 +57,7 @@ func demoObjects(t *testing.T) []*unstructured.Unstructured {
 				{Kind: "Secret", Namespace: "default", Name: "demo-admin", State: kdagv1alpha1.NodeReady},
 				{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeWaiting},
 				{Group: group, Kind: "Valkey", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady},
-				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeBlocked, Blockers: []int32{0, 1, 2}},
+				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeBlocked, Blockers: "0-2"},
 			},
 		},
 	})
@@ -71,7 +71,7 @@ func demoObjects(t *testing.T) []*unstructured.Unstructured {
 			Nodes: []kdagv1alpha1.GraphNode{
 				{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: kdagv1alpha1.NodeReady},
 				{Kind: "Service", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady},
-				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0, 1}},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeWaiting, Blockers: "0-1"},
 			},
 		},
 	})
@@ -82,7 +82,7 @@ func demoObjects(t *testing.T) []*unstructured.Unstructured {
 			Total: 2, Ready: 2,
 			Nodes: []kdagv1alpha1.GraphNode{
 				{Kind: "ConfigMap", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady},
-				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady, Blockers: []int32{0}},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady, Blockers: "0"},
 			},
 		},
 	})
@@ -159,7 +159,7 @@ func upgradingObjects(t *testing.T) []*unstructured.Unstructured {
 				{Kind: "Secret", Namespace: "default", Name: "demo-admin", State: kdagv1alpha1.NodeReady},
 				{Group: group, Kind: "PostgreSQL", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady},
 				{Group: group, Kind: "Valkey", Namespace: "default", Name: "demo-valkey", State: kdagv1alpha1.NodeReady},
-				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0, 1, 2}},
+				{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: "0-2"},
 			},
 		},
 		WaitingFor: &kdagv1alpha1.WaitingFor{Group: group, Kind: "GiteaServer", Namespace: "default", Name: "demo",
@@ -176,7 +176,7 @@ func upgradingObjects(t *testing.T) []*unstructured.Unstructured {
 			Total: 2, Ready: 2,
 			Nodes: []kdagv1alpha1.GraphNode{
 				{Kind: "Secret", Namespace: "default", Name: "demo-postgresql-auth", State: kdagv1alpha1.NodeReady},
-				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady, Blockers: []int32{0}},
+				{Group: "apps", Kind: "StatefulSet", Namespace: "default", Name: "demo-postgresql", State: kdagv1alpha1.NodeReady, Blockers: "0"},
 			},
 		},
 		LastReconcile: &kdagv1alpha1.ReconcileSummary{TraceID: "0af7651916cd43dd8448eb211c80319c", DurationMillis: 2100, CriticalPath: []kdagv1alpha1.PathNode{

@@ -281,7 +281,8 @@ func writeDOT(w io.Writer, t *ownerTree) error {
 
 // drawing returns the owner's listed nodes for pkg/render, titled Kind/name, or an error when
 // the status does not list them all. The nodes of the last reconcile's critical path, and the
-// edges between consecutive ones, are bold. Blockers out of range (a corrupt status) draw no edge.
+// edges between consecutive ones, are bold. Blockers out of range (a corrupt status) draw no edge;
+// indices that do not parse (NodeIndices) are an error naming the node.
 func drawing(t *ownerTree) (render.Graph, error) {
 	nodes, err := drawable(t)
 	if err != nil {
@@ -293,9 +294,20 @@ func drawing(t *ownerTree) (render.Graph, error) {
 		_, pos[i] = t.pathNode(n.Group, n.Kind, n.Namespace, n.Name, false)
 	}
 	for i, n := range nodes {
-		g.Nodes[i] = render.Node{Label: nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), State: string(n.State),
-			Blockers: n.Blockers, Dashed: n.Inferred, Bold: pos[i] >= 0}
-		for _, b := range n.Blockers {
+		blockers, err := n.Blockers.Indices()
+		if err == nil {
+			var inferred []int32
+			if inferred, err = n.Inferred.Indices(); err == nil {
+				g.Nodes[i].Dashed = inferred
+			}
+		}
+		if err != nil {
+			return render.Graph{}, errors.Wrapf(err, "%s %s: status.graph.nodes[%d] (%s) is not valid; its operator rewrites it on the next reconcile, use -o tree meanwhile", t.Kind, t.Name, i,
+				nodeName(n.Kind, n.Namespace, n.Name, t.Namespace))
+		}
+		g.Nodes[i].Label, g.Nodes[i].State = nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), string(n.State)
+		g.Nodes[i].Blockers, g.Nodes[i].Bold = blockers, pos[i] >= 0
+		for _, b := range blockers {
 			// An edge of the path joins a node to the one before it on the path.
 			if pos[i] > 0 && b >= 0 && int(b) < len(nodes) && pos[b] == pos[i]-1 {
 				g.Nodes[i].BoldEdges = append(g.Nodes[i].BoldEdges, b)

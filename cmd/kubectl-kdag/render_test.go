@@ -152,7 +152,7 @@ digraph {
 
 func TestWriteMermaidAndDOT_Escape(t *testing.T) {
 	tr := &ownerTree{Kind: "App", Name: `a"b`, Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 1, Nodes: []kdagv1alpha1.GraphNode{
-		{Kind: "ConfigMap", Name: `x<&#>"y`, State: kdagv1alpha1.NodeFailed, Blockers: []int32{7}}, // out of range: no edge
+		{Kind: "ConfigMap", Name: `x<&#>"y`, State: kdagv1alpha1.NodeFailed, Blockers: "7"}, // out of range: no edge
 	}}}}
 	checkOutput(t, "mermaid", rendered(t, tr, "mermaid"), `
 ---
@@ -182,7 +182,7 @@ func TestWriteMermaidAndDOT_InferredEdgesDashed(t *testing.T) {
 	tr := &ownerTree{Kind: "Valkey", Name: "demo", Namespace: "default", Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 3, Nodes: []kdagv1alpha1.GraphNode{
 		{Kind: "ConfigMap", Namespace: "default", Name: "demo-config", State: kdagv1alpha1.NodeReady},
 		{Kind: "Secret", Namespace: "default", Name: "demo-key", State: kdagv1alpha1.NodeReady},
-		{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{1, 0}, Inferred: []int32{0}},
+		{Group: "apps", Kind: "Deployment", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: "1,0", Inferred: "0"},
 	}}}}
 	checkOutput(t, "dot", rendered(t, tr, "dot"), `
 digraph {
@@ -212,4 +212,30 @@ NAME                READY    STATE  MESSAGE
 Gitea/demo          Unknown         not reconciled yet
 └─... 3 more nodes                  not listed in the status (at most 100 are); 3 nodes: 3 ready
 `)
+}
+
+// TestWriteDOT_CorruptIndices: blocker indices that do not parse (a status written by hand) are an
+// error naming the owner and the node, for dot and mermaid alike; the tree view, which draws no
+// edge, still shows the owner.
+func TestWriteDOT_CorruptIndices(t *testing.T) {
+	for _, field := range []string{"blockerIndices", "inferredIndices"} {
+		node := kdagv1alpha1.GraphNode{Kind: "Deployment", Namespace: "default", Name: "demo", State: kdagv1alpha1.NodeWaiting, Blockers: "0"}
+		if field == "blockerIndices" {
+			node.Blockers = "0-2147483647"
+		} else {
+			node.Inferred = "x"
+		}
+		tr := &ownerTree{Kind: "Valkey", Name: "demo", Namespace: "default", Status: kdagv1alpha1.Status{Graph: &kdagv1alpha1.GraphSummary{Total: 2, Nodes: []kdagv1alpha1.GraphNode{
+			{Kind: "ConfigMap", Namespace: "default", Name: "demo-config", State: kdagv1alpha1.NodeReady}, node,
+		}}}}
+		for _, format := range []string{"dot", "mermaid"} {
+			err := write(&bytes.Buffer{}, tr, format, testNow)
+			if err == nil || !strings.Contains(err.Error(), "Valkey demo: status.graph.nodes[1] (Deployment/demo)") {
+				t.Errorf("%s, -o %s: err = %v, want one naming the owner and node 1", field, format, err)
+			}
+		}
+		if got := rendered(t, tr, "tree"); !strings.Contains(got, "Deployment/demo") {
+			t.Errorf("%s, -o tree:\n%s\nwant the Deployment listed", field, got)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -82,7 +81,7 @@ func TestInferredDependencies_WaitsAndRolls(t *testing.T) {
 	if deploy == nil || deploy.State != kdagv1alpha1.NodeBlocked {
 		t.Fatalf("status graph %+v: want the Deployment blocked", st.Graph.Nodes)
 	}
-	if want := []int32{0, 1, 2}; !slices.Equal(deploy.Blockers, want) || !slices.Equal(deploy.Inferred, want) {
+	if want := kdagv1alpha1.NodeIndices("0-2"); deploy.Blockers != want || deploy.Inferred != want {
 		t.Errorf("Deployment blockers %v, inferred %v; want both %v", deploy.Blockers, deploy.Inferred, want)
 	}
 

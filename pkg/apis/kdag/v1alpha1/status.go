@@ -163,14 +163,15 @@ type GraphNode struct {
 	// State of the node.
 	State NodeState `json:"state"`
 	// Blockers are the indices in Nodes of the nodes this one waits for; each is smaller than
-	// this node's own index.
+	// this node's own index, in the list format of NodeIndices: "0-49", "2,5". (Older kdag
+	// versions wrote a list of integers named blockers; the API server prunes it.)
 	// +optional
-	Blockers []int32 `json:"blockers,omitempty"`
+	Blockers NodeIndices `json:"blockerIndices,omitempty"`
 	// Inferred are the Blockers that kdag inferred from the node's references to other nodes (a
 	// pod template mounting a ConfigMap) rather than the operator declaring them; a
-	// subset of Blockers, in their order.
+	// subset of Blockers, in their order, in the same format. (Older versions: inferred.)
 	// +optional
-	Inferred []int32 `json:"inferred,omitempty"`
+	Inferred NodeIndices `json:"inferredIndices,omitempty"`
 }
 
 // NodeStatus identifies one node and says why it is not ready.

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/pkg/errors"
@@ -57,9 +58,9 @@ func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
 	want := []kdagv1alpha1.GraphNode{
 		{Kind: "Secret", Namespace: "ns", Name: "s0", State: kdagv1alpha1.NodeReady},
 		{Kind: "Service", Namespace: "ns", Name: "svc1", State: kdagv1alpha1.NodeReady},
-		{Group: "gitea.kdag.dev", Kind: "PostgreSQL", Namespace: "ns", Name: "db2", State: kdagv1alpha1.NodeWaiting, Blockers: []int32{0}},
-		{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "app3", State: kdagv1alpha1.NodeBlocked, Blockers: []int32{2, 1}},
-		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: "crb4", State: kdagv1alpha1.NodeBlocked, Blockers: []int32{3}},
+		{Group: "gitea.kdag.dev", Kind: "PostgreSQL", Namespace: "ns", Name: "db2", State: kdagv1alpha1.NodeWaiting, Blockers: "0"},
+		{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "app3", State: kdagv1alpha1.NodeBlocked, Blockers: "2,1"},
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: "crb4", State: kdagv1alpha1.NodeBlocked, Blockers: "3"},
 	}
 	if !reflect.DeepEqual(g.Nodes, want) {
 		t.Errorf("nodes:\n got %+v\nwant %+v", g.Nodes, want)
@@ -77,7 +78,7 @@ func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
 		t.Errorf("summary is not stable:\n%+v\n%+v", g, again)
 	}
 
-	// The JSON shape tools read: state names, blockers as indices, no empty fields.
+	// The JSON shape tools read: state names, blockers as one string of indices, no empty fields.
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(g)
 	if err != nil {
 		t.Fatal(err)
@@ -87,14 +88,17 @@ func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
 	if _, ok := first["group"]; ok {
 		t.Errorf("core-group node has a group field: %v", first)
 	}
-	if _, ok := first["blockers"]; ok {
-		t.Errorf("node without blockers has a blockers field: %v", first)
+	if _, ok := first["blockerIndices"]; ok {
+		t.Errorf("node without blockers has a blockerIndices field: %v", first)
 	}
 	if _, ok := last["namespace"]; ok {
 		t.Errorf("cluster-scoped node has a namespace field: %v", last)
 	}
-	if !reflect.DeepEqual(last["blockers"], []any{int64(3)}) || last["state"] != "Blocked" {
-		t.Errorf("last node %v, want blockers [3] and state Blocked", last)
+	if last["blockerIndices"] != "3" || last["state"] != "Blocked" {
+		t.Errorf("last node %v, want blockerIndices \"3\" and state Blocked", last)
+	}
+	if app := nodes[3].(map[string]any); app["blockerIndices"] != "2,1" {
+		t.Errorf("node app3 %v, want blockerIndices \"2,1\" (its blockers in the order they were added)", app)
 	}
 	if _, ok := u["truncated"]; ok {
 		t.Errorf("truncated field set: %v", u)
@@ -122,7 +126,7 @@ func TestGraphSummary_CapsNodes(t *testing.T) {
 	}
 	last := g.Nodes[kdagv1alpha1.MaxGraphNodes-1]
 	if last.Name != fmt.Sprintf("cm-%03d", kdagv1alpha1.MaxGraphNodes-1) || last.State != kdagv1alpha1.NodeWaiting ||
-		!reflect.DeepEqual(last.Blockers, []int32{int32(kdagv1alpha1.MaxGraphNodes - 2)}) {
+		last.Blockers != kdagv1alpha1.NodeIndices(strconv.Itoa(kdagv1alpha1.MaxGraphNodes-2)) {
 		t.Errorf("last node %+v", last)
 	}
 

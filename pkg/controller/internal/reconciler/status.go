@@ -461,26 +461,29 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 	return g
 }
 
-// graphNodes lists every node with its state and its blockers' indices, in graph order. It
+// graphNodes lists every node with its state and its blockers' indices (NodeIndices' list
+// format), in graph order. It
 // returns nil if a node has no spec (the graph could not be run), as indices would be wrong.
 func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 	nodes := make([]kdagv1alpha1.GraphNode, len(r.nodes))
+	var blockers, inferred []int32 // reused from node to node
 	for i := range r.nodes {
 		s := r.nodes[i].spec
 		if s == nil {
 			return nil
 		}
-		gn := kdagv1alpha1.GraphNode{
-			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
-			State: r.nodes[i].state,
-		}
+		blockers, inferred = blockers[:0], inferred[:0]
 		for k, b := range s.blockers {
-			gn.Blockers = append(gn.Blockers, int32(b.index))
+			blockers = append(blockers, int32(b.index))
 			if s.inferredBlocker(k) {
-				gn.Inferred = append(gn.Inferred, int32(b.index))
+				inferred = append(inferred, int32(b.index))
 			}
 		}
-		nodes[i] = gn
+		nodes[i] = kdagv1alpha1.GraphNode{
+			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
+			State:    r.nodes[i].state,
+			Blockers: kdagv1alpha1.FormatNodeIndices(blockers), Inferred: kdagv1alpha1.FormatNodeIndices(inferred),
+		}
 	}
 	return nodes
 }
