@@ -282,7 +282,8 @@ func writeDOT(w io.Writer, t *ownerTree) error {
 // drawing returns the owner's listed nodes for pkg/render, titled Kind/name, or an error when
 // the status does not list them all. The nodes of the last reconcile's critical path, and the
 // edges between consecutive ones, are bold. Blockers out of range (a corrupt status) draw no edge;
-// indices that do not parse (NodeIndices) are an error naming the node.
+// indices that do not parse (NodeIndices) are an error naming the node. A status an older kdag
+// wrote (DeprecatedBlockers, DeprecatedInferred) draws the same.
 func drawing(t *ownerTree) (render.Graph, error) {
 	nodes, err := drawable(t)
 	if err != nil {
@@ -300,6 +301,9 @@ func drawing(t *ownerTree) (render.Graph, error) {
 			if inferred, err = n.Inferred.Indices(); err == nil {
 				g.Nodes[i].Dashed = inferred
 			}
+		}
+		if n.Blockers == "" && len(n.DeprecatedBlockers) > 0 { // written by an older kdag
+			blockers, g.Nodes[i].Dashed = n.DeprecatedBlockers, n.DeprecatedInferred
 		}
 		if err != nil {
 			return render.Graph{}, errors.Wrapf(err, "%s %s: status.graph.nodes[%d] (%s) is not valid; its operator rewrites it on the next reconcile, use -o tree meanwhile", t.Kind, t.Name, i,

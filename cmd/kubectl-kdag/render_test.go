@@ -199,6 +199,15 @@ digraph {
 	if got := rendered(t, tr, "mermaid"); !strings.Contains(got, "  n1 --> n2\n  n0 -.-> n2\n") {
 		t.Errorf("mermaid: want n1 --> n2 solid and n0 -.-> n2 dashed:\n%s", got)
 	}
+
+	// A status an older kdag wrote, blockers as lists of integers, draws the same.
+	dot := rendered(t, tr, "dot")
+	older := tr.Status.Graph.Nodes[2]
+	older.Blockers, older.Inferred, older.DeprecatedBlockers, older.DeprecatedInferred = "", "", []int32{1, 0}, []int32{0}
+	tr.Status.Graph.Nodes[2] = older
+	if got := rendered(t, tr, "dot"); got != dot {
+		t.Errorf("dot of an older kdag's status:\n%s\nwant as the current one's:\n%s", got, dot)
+	}
 }
 
 func TestWriteDOT_OldOperatorWithoutNodes(t *testing.T) {

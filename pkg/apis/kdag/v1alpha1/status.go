@@ -163,15 +163,25 @@ type GraphNode struct {
 	// State of the node.
 	State NodeState `json:"state"`
 	// Blockers are the indices in Nodes of the nodes this one waits for; each is smaller than
-	// this node's own index, in the list format of NodeIndices: "0-49", "2,5". (Older kdag
-	// versions wrote a list of integers named blockers; the API server prunes it.)
+	// this node's own index, in the list format of NodeIndices: "0-49", "2,5".
 	// +optional
 	Blockers NodeIndices `json:"blockerIndices,omitempty"`
 	// Inferred are the Blockers that kdag inferred from the node's references to other nodes (a
 	// pod template mounting a ConfigMap) rather than the operator declaring them; a
-	// subset of Blockers, in their order, in the same format. (Older versions: inferred.)
+	// subset of Blockers, in their order, in the same format.
 	// +optional
 	Inferred NodeIndices `json:"inferredIndices,omitempty"`
+	// DeprecatedBlockers is Blockers as kdag wrote it before issue 32: a list of integers.
+	// Deprecated: never written now. It stays in the schema because the API server refuses a
+	// server-side apply that names a field the schema lacks: an operator built on an older kdag
+	// keeps writing its status while its CRDs are already upgraded. Readers use it when Blockers
+	// is empty.
+	// +optional
+	DeprecatedBlockers []int32 `json:"blockers,omitempty"`
+	// DeprecatedInferred is Inferred as kdag wrote it before issue 32. Deprecated: as
+	// DeprecatedBlockers.
+	// +optional
+	DeprecatedInferred []int32 `json:"inferred,omitempty"`
 }
 
 // NodeStatus identifies one node and says why it is not ready.
