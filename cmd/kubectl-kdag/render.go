@@ -256,6 +256,20 @@ func drawable(t *ownerTree) ([]kdagv1alpha1.GraphNode, error) {
 	return g.Nodes, nil
 }
 
+// nodeEdges returns n's blockers and inferred blockers as indices into the listed nodes: from
+// blockerIndices and inferredIndices, or from the lists an older kdag wrote. It returns
+// NodeIndices.Indices' error for indices that do not parse.
+func nodeEdges(n kdagv1alpha1.GraphNode) (blockers, inferred []int32, err error) {
+	if n.Blockers == "" && len(n.DeprecatedBlockers) > 0 {
+		return n.DeprecatedBlockers, n.DeprecatedInferred, nil
+	}
+	if blockers, err = n.Blockers.Indices(); err != nil {
+		return nil, nil, err
+	}
+	inferred, err = n.Inferred.Indices()
+	return blockers, inferred, err
+}
+
 // writeMermaid draws the owner's graph as a Mermaid flowchart (pkg/render, as pkg/graph's
 // WriteMermaid): nodes n0, n1, ... in graph order, labeled Kind/name and state, classed by
 // state; edges go from blocker to dependent, dotted when kdag inferred them from a reference
@@ -295,22 +309,14 @@ func drawing(t *ownerTree) (render.Graph, error) {
 		_, pos[i] = t.pathNode(n.Group, n.Kind, n.Namespace, n.Name, false)
 	}
 	for i, n := range nodes {
-		blockers, err := n.Blockers.Indices()
-		if err == nil {
-			var inferred []int32
-			if inferred, err = n.Inferred.Indices(); err == nil {
-				g.Nodes[i].Dashed = inferred
-			}
-		}
-		if n.Blockers == "" && len(n.DeprecatedBlockers) > 0 { // written by an older kdag
-			blockers, g.Nodes[i].Dashed = n.DeprecatedBlockers, n.DeprecatedInferred
-		}
+		blockers, inferred, err := nodeEdges(n)
 		if err != nil {
-			return render.Graph{}, errors.Wrapf(err, "%s %s: status.graph.nodes[%d] (%s) is not valid; its operator rewrites it on the next reconcile, use -o tree meanwhile", t.Kind, t.Name, i,
-				nodeName(n.Kind, n.Namespace, n.Name, t.Namespace))
+			return render.Graph{}, errors.Wrapf(err, "%s %s: status.graph.nodes[%d] (%s) is not valid; "+
+				"its operator rewrites it on the next reconcile, use -o tree meanwhile",
+				t.Kind, t.Name, i, nodeName(n.Kind, n.Namespace, n.Name, t.Namespace))
 		}
 		g.Nodes[i].Label, g.Nodes[i].State = nodeName(n.Kind, n.Namespace, n.Name, t.Namespace), string(n.State)
-		g.Nodes[i].Blockers, g.Nodes[i].Bold = blockers, pos[i] >= 0
+		g.Nodes[i].Blockers, g.Nodes[i].Dashed, g.Nodes[i].Bold = blockers, inferred, pos[i] >= 0
 		for _, b := range blockers {
 			// An edge of the path joins a node to the one before it on the path.
 			if pos[i] > 0 && b >= 0 && int(b) < len(nodes) && pos[b] == pos[i]-1 {

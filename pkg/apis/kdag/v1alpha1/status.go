@@ -171,14 +171,14 @@ type GraphNode struct {
 	// subset of Blockers, in their order, in the same format.
 	// +optional
 	Inferred NodeIndices `json:"inferredIndices,omitempty"`
-	// DeprecatedBlockers is Blockers as kdag wrote it before issue 32: a list of integers.
+	// DeprecatedBlockers is Blockers as earlier kdag versions wrote it: a list of integers.
 	// Deprecated: never written now. It stays in the schema because the API server refuses a
 	// server-side apply that names a field the schema lacks: an operator built on an older kdag
 	// keeps writing its status while its CRDs are already upgraded. Readers use it when Blockers
 	// is empty.
 	// +optional
 	DeprecatedBlockers []int32 `json:"blockers,omitempty"`
-	// DeprecatedInferred is Inferred as kdag wrote it before issue 32. Deprecated: as
+	// DeprecatedInferred is Inferred as earlier kdag versions wrote it. Deprecated: as
 	// DeprecatedBlockers.
 	// +optional
 	DeprecatedInferred []int32 `json:"inferred,omitempty"`

@@ -462,8 +462,8 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 }
 
 // graphNodes lists every node with its state and its blockers' indices (NodeIndices' list
-// format), in graph order. It
-// returns nil if a node has no spec (the graph could not be run), as indices would be wrong.
+// format), in graph order. It returns nil if a node has no spec (the graph could not be run), as
+// indices would be wrong.
 func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 	nodes := make([]kdagv1alpha1.GraphNode, len(r.nodes))
 	var blockers, inferred []int32 // reused from node to node
