@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -102,6 +103,41 @@ func TestGraphSummary_NodesWithStatesAndBlockers(t *testing.T) {
 	}
 	if _, ok := u["truncated"]; ok {
 		t.Errorf("truncated field set: %v", u)
+	}
+}
+
+// TestGraphSummary_BlockersNamedTwiceListedOnce: an operator may name a blocker more than once
+// (DependsOn and After of the same node, or a loop that repeats itself). The status lists each
+// index once, in the order first named, so that the string stays within the CRD's maxLength
+// (512) and reads back within NodeIndices' bound, whatever was declared.
+func TestGraphSummary_BlockersNamedTwiceListedOnce(t *testing.T) {
+	n := kdagv1alpha1.MaxGraphNodes
+	ids := make([]graph.NodeID, n)
+	blockers := make([][]int, n)
+	for i := range ids {
+		ids[i] = graph.NodeID{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%d", i)}
+	}
+	var want []int32
+	for round := 0; round < 5; round++ {
+		for j := 0; j < n-1; j += 2 {
+			blockers[n-1] = append(blockers[n-1], j)
+			if round == 0 {
+				want = append(want, int32(j))
+			}
+		}
+	}
+	blockers[n-1] = append(blockers[n-1], 1, 0, 1)
+	want = append(want, 1)
+	states := make([]kdagv1alpha1.NodeState, n)
+	for i := range states {
+		states[i] = kdagv1alpha1.NodeReady
+	}
+	last := testOutcome(testSpecs(ids, blockers), states).graphSummary().Nodes[n-1]
+	if got, err := last.Blockers.Indices(); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("blockerIndices %q read back as %v, %v; want %v", last.Blockers, got, err, want)
+	}
+	if len(last.Blockers) > 512 {
+		t.Errorf("blockerIndices is %d bytes, over the CRD's maxLength 512", len(last.Blockers))
 	}
 }
 

@@ -462,18 +462,26 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 }
 
 // graphNodes lists every node with its state and its blockers' indices (NodeIndices' list
-// format), in graph order. It returns nil if a node has no spec (the graph could not be run), as
+// format, each index once, in the order first declared), in graph order. It returns nil if a node has no spec (the graph could not be run), as
 // indices would be wrong.
 func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 	nodes := make([]kdagv1alpha1.GraphNode, len(r.nodes))
 	var blockers, inferred []int32 // reused from node to node
+	seen := make([]bool, len(r.nodes))
 	for i := range r.nodes {
 		s := r.nodes[i].spec
 		if s == nil {
 			return nil
 		}
 		blockers, inferred = blockers[:0], inferred[:0]
+		clear(seen)
 		for k, b := range s.blockers {
+			// A blocker named twice (DependsOn and After of one node) is listed once, so that
+			// the string stays within the CRD's length whatever the operator declares.
+			if b.index < 0 || b.index >= len(seen) || seen[b.index] {
+				continue
+			}
+			seen[b.index] = true
 			blockers = append(blockers, int32(b.index))
 			if s.inferredBlocker(k) {
 				inferred = append(inferred, int32(b.index))
