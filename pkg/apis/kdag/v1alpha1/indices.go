@@ -13,7 +13,7 @@ import (
 // the indices they stand for; "" is no index. FormatNodeIndices writes one, Indices reads it.
 //
 // One string rather than a list of integers, because the API server spends its CPU per list
-// element of a status (decoding, validation, managed fields): a 100-node graph whose second
+// element of a status (decoding, validation, conversion): a 100-node graph whose second
 // layer waits for all 50 nodes of the first has 2,500 blockers, and as integers they more than
 // doubled the time of the status write (issue 32; docs/benchmarks.md).
 //
