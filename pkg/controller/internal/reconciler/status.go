@@ -462,8 +462,8 @@ func (r *outcome) graphSummary() *kdagv1alpha1.GraphSummary {
 }
 
 // graphNodes lists every node with its state and its blockers' indices (NodeIndices' list
-// format, each index once, in the order first declared), in graph order. It returns nil if a node has no spec (the graph could not be run), as
-// indices would be wrong.
+// format, each index once, in the order first declared), in graph order. It returns nil if a
+// node has no spec (the graph could not be run), as indices would be wrong.
 func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 	nodes := make([]kdagv1alpha1.GraphNode, len(r.nodes))
 	var blockers, inferred []int32 // reused from node to node
@@ -474,7 +474,6 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 			return nil
 		}
 		blockers, inferred = blockers[:0], inferred[:0]
-		clear(seen)
 		for k, b := range s.blockers {
 			// A blocker named twice (DependsOn and After of one node) is listed once, so that
 			// the string stays within the CRD's length whatever the operator declares.
@@ -486,6 +485,9 @@ func (r *outcome) graphNodes() []kdagv1alpha1.GraphNode {
 			if s.inferredBlocker(k) {
 				inferred = append(inferred, int32(b.index))
 			}
+		}
+		for _, b := range blockers { // unmark only what this node marked
+			seen[b] = false
 		}
 		nodes[i] = kdagv1alpha1.GraphNode{
 			Group: s.id.Group, Kind: s.id.Kind, Namespace: s.id.Namespace, Name: s.id.Name,
