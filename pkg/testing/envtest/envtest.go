@@ -59,7 +59,9 @@ type Options struct {
 type Environment struct {
 	// Config reaches the API server as a cluster admin.
 	Config *rest.Config
-	// Client is an uncached client built from Config and Options.Scheme.
+	// Client is an uncached client built from Config and Options.Scheme, whose reads are sent
+	// again when the transport fails them (clientConfig): a test's own reads do not fail it on a
+	// reset HTTP/2 stream.
 	Client client.Client
 	// Scheme is the scheme Client uses.
 	Scheme *runtime.Scheme
@@ -97,7 +99,7 @@ func Start(opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "start envtest control plane from %s", dir)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(clientConfig(cfg), client.Options{Scheme: scheme})
 	if err != nil {
 		_ = env.Stop()
 		return nil, errors.Wrap(err, "create envtest client")
